@@ -1,0 +1,110 @@
+//! Wiring: turn the command line and config into adapters, services and a running server.
+//! Everything is built here and passed down as `Arc`s; nothing is global.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tonic::transport::Server;
+
+use crate::cli::ServeArgs;
+use crate::csi::controller::ControllerService;
+use crate::csi::identity::IdentityService;
+use crate::csi::node::NodeService;
+use crate::csi::pb::controller_server::ControllerServer;
+use crate::csi::pb::identity_server::IdentityServer;
+use crate::csi::pb::node_server::NodeServer;
+use crate::driver::probe::Readiness;
+use crate::server::{self, Endpoint, Listener, RpcSpanLayer};
+
+/// Startup failures. `Config` exits with status 64 (EX_USAGE) before anything binds.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error("{0}")]
+    Config(String),
+    #[error("{0}")]
+    Runtime(String),
+}
+
+impl AppError {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Config(_) => 64,
+            Self::Runtime(_) => 1,
+        }
+    }
+}
+
+/// Validated startup configuration derived from the flags.
+pub struct Plan {
+    pub endpoint: Endpoint,
+    pub controller: bool,
+    pub node: bool,
+}
+
+/// Check everything that can be checked without side effects.
+pub fn plan(args: &ServeArgs) -> Result<Plan, AppError> {
+    let mode = args.effective_mode().map_err(AppError::Config)?;
+    let endpoint = Endpoint::parse(&args.endpoint).map_err(AppError::Config)?;
+    let controller = matches!(mode, crate::cli::Mode::Controller | crate::cli::Mode::All);
+    let node = matches!(mode, crate::cli::Mode::Node | crate::cli::Mode::All);
+    if args.backend == crate::cli::Backend::Local && args.local_dir.is_none() {
+        return Err(AppError::Config(
+            "--backend local needs --local-dir DIR (where volumes and their records live)".into(),
+        ));
+    }
+    if args.driver_name.is_empty() {
+        return Err(AppError::Config("--driver-name must not be empty".into()));
+    }
+    if !args.kubelet_dir.is_absolute() {
+        return Err(AppError::Config(format!(
+            "--kubelet-dir {} must be an absolute path",
+            args.kubelet_dir.display()
+        )));
+    }
+    Ok(Plan {
+        endpoint,
+        controller,
+        node,
+    })
+}
+
+pub async fn run(args: ServeArgs) -> Result<(), AppError> {
+    let plan = plan(&args)?;
+    let readiness: Vec<Arc<dyn Readiness>> = Vec::new();
+
+    let identity = IdentityService {
+        driver_name: args.driver_name.clone(),
+        vendor_version: crate::version::vendor_version(),
+        controller: plan.controller,
+        topology: args.with_topology,
+        readiness,
+    };
+
+    let listener = Listener::bind(&plan.endpoint)
+        .await
+        .map_err(AppError::Runtime)?;
+    tracing::info!(
+        endpoint = %args.endpoint,
+        controller = plan.controller,
+        node = plan.node,
+        backend = ?args.backend,
+        version = %crate::version::vendor_version(),
+        "serving CSI"
+    );
+    let router = Server::builder()
+        .layer(RpcSpanLayer)
+        .add_service(IdentityServer::new(identity))
+        .add_optional_service(
+            plan.controller
+                .then(|| ControllerServer::new(ControllerService)),
+        )
+        .add_optional_service(plan.node.then(|| NodeServer::new(NodeService)));
+    server::serve(
+        router,
+        listener,
+        server::shutdown_signal(),
+        Duration::from_secs(args.shutdown_grace),
+    )
+    .await
+    .map_err(AppError::Runtime)
+}

@@ -1,0 +1,13 @@
+//! The gRPC surface: generated CSI code (quarantined in `pb`), the three services, proto ⇄
+//! domain conversion and the error → status mapping. No proto type leaves this module.
+
+#[allow(clippy::all, clippy::pedantic, missing_docs, rustdoc::all)]
+pub mod pb {
+    tonic::include_proto!("csi.v1");
+}
+
+pub mod controller;
+pub mod convert;
+pub mod identity;
+pub mod node;
+pub mod status;

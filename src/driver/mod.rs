@@ -1,0 +1,10 @@
+//! The driver core: controller and node use cases on top of the cloud, host and metadata
+//! ports. No gRPC, HTTP or syscall crates here (checked by `tests/layering.rs`).
+
+mod error;
+pub mod inflight;
+pub mod probe;
+pub mod types;
+
+pub use error::{Error, Result};
+pub use inflight::{InFlight, InFlightGuard};

@@ -1,0 +1,17 @@
+//! cinder-csi: a CSI driver for OpenStack Cinder.
+//!
+//! Layers (dependencies point down only):
+//! `app`/`server` → `csi` (gRPC surface) → `driver` (core) → `cloud` / `host` / `metadata`
+//! ports ← adapters.
+#![deny(unsafe_code)]
+
+pub mod app;
+pub mod cli;
+pub mod cloud;
+pub mod csi;
+pub mod driver;
+pub mod host;
+pub mod metadata;
+pub mod server;
+pub mod telemetry;
+pub mod version;

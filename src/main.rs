@@ -1,0 +1,52 @@
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cinder_csi::app::{self, AppError};
+use cinder_csi::cli::{Cli, Command, ServeArgs};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(64)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    match cli.command {
+        None => serve(cli.serve),
+        Some(Command::Serve(args)) => serve(*args),
+    }
+}
+
+fn serve(args: ServeArgs) -> ExitCode {
+    if let Err(e) = cinder_csi::telemetry::init(args.log_format, &args.log_level) {
+        eprintln!("cinder-csi: {e}");
+        return ExitCode::from(64);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("cinder-csi")
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cinder-csi: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(app::run(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(e),
+    }
+}
+
+fn fail(e: AppError) -> ExitCode {
+    // One clear line; config errors say what to fix.
+    eprintln!("cinder-csi: {e}");
+    ExitCode::from(e.exit_code())
+}

@@ -1,0 +1,291 @@
+//! gRPC server on a Unix socket (or TCP for debugging) with graceful shutdown and one
+//! tracing span per RPC.
+
+use std::future::Future;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use tonic::codegen::http;
+use tonic::transport::server::Router;
+use tower::{Layer, Service};
+use tracing::Instrument;
+
+/// Where to listen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    Unix(PathBuf),
+    Tcp(String),
+}
+
+impl Endpoint {
+    /// Parse `unix:///abs/path`, `unix:/abs/path`, or `tcp://host:port`.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        if let Some(rest) = s
+            .strip_prefix("unix://")
+            .or_else(|| s.strip_prefix("unix:"))
+        {
+            let path = PathBuf::from(rest);
+            if !path.is_absolute() {
+                return Err(format!(
+                    "--endpoint {s:?}: the socket path must be absolute, e.g. unix:///csi/csi.sock"
+                ));
+            }
+            return Ok(Self::Unix(path));
+        }
+        if let Some(rest) = s.strip_prefix("tcp://") {
+            if rest.is_empty() || !rest.contains(':') {
+                return Err(format!("--endpoint {s:?}: expected tcp://host:port"));
+            }
+            return Ok(Self::Tcp(rest.to_string()));
+        }
+        Err(format!(
+            "--endpoint {s:?}: expected unix:///abs/path.sock or tcp://host:port"
+        ))
+    }
+}
+
+/// Socket mode: kubelet and the sidecars run as root or in the socket's group.
+pub const SOCKET_MODE: u32 = 0o660;
+
+/// Prepare a Unix socket path: create the parent directory and remove a stale socket. Any
+/// other kind of file at the path is refused rather than deleted.
+pub fn prepare_socket_path(path: &Path) -> Result<(), String> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create socket directory {}: {e}", parent.display()))?;
+    }
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_socket() => std::fs::remove_file(path)
+            .map_err(|e| format!("cannot remove stale socket {}: {e}", path.display())),
+        Ok(_) => Err(format!(
+            "{} exists and is not a socket; refusing to remove it",
+            path.display()
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("cannot inspect {}: {e}", path.display())),
+    }
+}
+
+/// Bind the Unix listener with mode 0660.
+pub fn bind_unix(path: &Path) -> Result<tokio::net::UnixListener, String> {
+    prepare_socket_path(path)?;
+    let listener = tokio::net::UnixListener::bind(path)
+        .map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(SOCKET_MODE))
+        .map_err(|e| format!("cannot set mode of {}: {e}", path.display()))?;
+    Ok(listener)
+}
+
+/// Serve `router` until `shutdown` resolves; then stop accepting, give in-flight RPCs
+/// `grace` to finish, and remove the socket.
+pub async fn serve<L>(
+    router: Router<L>,
+    listener: Listener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    grace: Duration,
+) -> Result<(), String>
+where
+    L: Layer<tonic::service::Routes> + Send + 'static,
+    L::Service: Service<http::Request<tonic::body::Body>, Response = http::Response<tonic::body::Body>>
+        + Clone
+        + Send
+        + 'static,
+    <L::Service as Service<http::Request<tonic::body::Body>>>::Future: Send + 'static,
+    <L::Service as Service<http::Request<tonic::body::Body>>>::Error:
+        Into<Box<dyn std::error::Error + Send + Sync>> + Send,
+{
+    let (signal_tx, signal_rx) = tokio::sync::oneshot::channel::<()>();
+    let stop = async move {
+        let _ = signal_rx.await;
+    };
+    let (socket, server) = match listener {
+        Listener::Unix(path, l) => {
+            let incoming = tokio_stream::wrappers::UnixListenerStream::new(l);
+            let fut = router.serve_with_incoming_shutdown(incoming, stop);
+            (Some(path), tokio::spawn(fut))
+        }
+        Listener::Tcp(l) => {
+            let incoming = tokio_stream::wrappers::TcpListenerStream::new(l);
+            let fut = router.serve_with_incoming_shutdown(incoming, stop);
+            (None, tokio::spawn(fut))
+        }
+    };
+    let mut server = server;
+    tokio::select! {
+        res = &mut server => {
+            remove_socket(socket.as_deref());
+            return match res {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => Err(format!("gRPC server failed: {e}")),
+                Err(e) => Err(format!("gRPC server task failed: {e}")),
+            };
+        }
+        _ = shutdown => {}
+    }
+    tracing::info!(
+        grace_seconds = grace.as_secs(),
+        "shutting down: no new connections, draining in-flight RPCs"
+    );
+    // The socket goes first so nothing new can connect while in-flight RPCs drain.
+    remove_socket(socket.as_deref());
+    let _ = signal_tx.send(());
+    match tokio::time::timeout(grace, &mut server).await {
+        Ok(_) => tracing::info!("all RPCs finished; stopped"),
+        Err(_) => {
+            tracing::warn!("in-flight RPCs did not finish within the grace period; aborting them");
+            server.abort();
+        }
+    }
+    Ok(())
+}
+
+fn remove_socket(path: Option<&Path>) {
+    if let Some(p) = path {
+        match std::fs::remove_file(p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => tracing::warn!(path = %p.display(), error = %e, "cannot remove socket"),
+        }
+    }
+}
+
+/// A bound listener.
+pub enum Listener {
+    Unix(PathBuf, tokio::net::UnixListener),
+    Tcp(tokio::net::TcpListener),
+}
+
+impl Listener {
+    pub async fn bind(endpoint: &Endpoint) -> Result<Self, String> {
+        match endpoint {
+            Endpoint::Unix(path) => Ok(Self::Unix(path.clone(), bind_unix(path)?)),
+            Endpoint::Tcp(addr) => tokio::net::TcpListener::bind(addr)
+                .await
+                .map(Self::Tcp)
+                .map_err(|e| format!("cannot listen on tcp://{addr}: {e}")),
+        }
+    }
+}
+
+/// Resolves on the first SIGTERM or SIGINT.
+pub async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+    let name = tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    };
+    tracing::info!(signal = name, "received signal");
+}
+
+/// Tower layer opening one span per RPC: `rpc{method=… volume_id=…}`. Handlers record the
+/// volume id; the request body (which may hold secrets) is never logged.
+#[derive(Clone, Copy, Default)]
+pub struct RpcSpanLayer;
+
+impl<S> Layer<S> for RpcSpanLayer {
+    type Service = RpcSpan<S>;
+    fn layer(&self, inner: S) -> Self::Service {
+        RpcSpan { inner }
+    }
+}
+
+#[derive(Clone)]
+pub struct RpcSpan<S> {
+    inner: S,
+}
+
+impl<S, B, R> Service<http::Request<B>> for RpcSpan<S>
+where
+    S: Service<http::Request<B>, Response = http::Response<R>> + Send,
+    S::Future: Send + 'static,
+    S::Error: std::fmt::Display,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        let method = req
+            .uri()
+            .path()
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        let span = tracing::info_span!("rpc", method = %method, volume_id = tracing::field::Empty);
+        let started = Instant::now();
+        let fut = self.inner.call(req);
+        Box::pin(
+            async move {
+                let res = fut.await;
+                let ms = started.elapsed().as_secs_f64() * 1e3;
+                match &res {
+                    Ok(resp) => {
+                        let code = resp
+                            .headers()
+                            .get("grpc-status")
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or("0")
+                            .to_string();
+                        tracing::debug!(duration_ms = ms, grpc_status = %code, "rpc done");
+                    }
+                    Err(e) => tracing::warn!(duration_ms = ms, error = %e, "rpc transport error"),
+                }
+                res
+            }
+            .instrument(span),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_endpoints() {
+        assert_eq!(
+            Endpoint::parse("unix:///csi/csi.sock").unwrap(),
+            Endpoint::Unix("/csi/csi.sock".into())
+        );
+        assert_eq!(
+            Endpoint::parse("unix:/csi/csi.sock").unwrap(),
+            Endpoint::Unix("/csi/csi.sock".into())
+        );
+        assert_eq!(
+            Endpoint::parse("tcp://127.0.0.1:10000").unwrap(),
+            Endpoint::Tcp("127.0.0.1:10000".into())
+        );
+        assert!(Endpoint::parse("unix://relative.sock").is_err());
+        assert!(Endpoint::parse("/csi/csi.sock").is_err());
+        assert!(Endpoint::parse("tcp://").is_err());
+    }
+
+    #[test]
+    fn refuses_to_remove_non_socket() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("x.sock");
+        std::fs::write(&f, b"data").unwrap();
+        assert!(prepare_socket_path(&f)
+            .unwrap_err()
+            .contains("not a socket"));
+        assert!(f.exists());
+    }
+
+    #[test]
+    fn creates_parent_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("a/b/csi.sock");
+        prepare_socket_path(&sock).unwrap();
+        assert!(sock.parent().unwrap().is_dir());
+    }
+}
