@@ -110,10 +110,12 @@ impl Inner {
         match v.status() {
             VolumeStatus::Available => {}
             VolumeStatus::InUse if req.force => {}
-            other => return Err(conflict(format!(
+            other => {
+                return Err(conflict(format!(
                 "volume {} must be available (or in-use with force) to be backed up, it is {other}",
                 req.volume_id
-            ))),
+            )))
+            }
         }
         let dev = v.attachments.first().map(|a| PathBuf::from(&a.device));
         Ok((v.size_gib, self.layout.data(Kind::Volume, &v.id), dev))
