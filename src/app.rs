@@ -6,14 +6,16 @@ use std::time::Duration;
 
 use tonic::transport::Server;
 
-use crate::cli::ServeArgs;
+use crate::cli::{Backend, ServeArgs};
+use crate::cloud::local::{LocalCloud, LocalOptions};
+use crate::cloud::{Cloud, Clouds};
 use crate::csi::controller::ControllerService;
 use crate::csi::identity::IdentityService;
 use crate::csi::node::NodeService;
 use crate::csi::pb::controller_server::ControllerServer;
 use crate::csi::pb::identity_server::IdentityServer;
 use crate::csi::pb::node_server::NodeServer;
-use crate::driver::probe::Readiness;
+use crate::driver::probe::{CloudReadiness, Readiness};
 use crate::server::{self, Endpoint, Listener, RpcSpanLayer};
 
 /// Startup failures. `Config` exits with status 64 (EX_USAGE) before anything binds.
@@ -68,9 +70,77 @@ pub fn plan(args: &ServeArgs) -> Result<Plan, AppError> {
     })
 }
 
+/// Node id of a local-backend process: `--node-id`, else the host name.
+pub fn local_node_id(args: &ServeArgs) -> String {
+    args.node_id.clone().unwrap_or_else(|| {
+        nix::unistd::gethostname()
+            .ok()
+            .and_then(|h| h.into_string().ok())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "localhost".to_string())
+    })
+}
+
+/// Where the node looks for attached disks: `DIR/by-id` on the local backend (unless
+/// `--by-id-dir` was changed), else `--by-id-dir`.
+pub fn by_id_dir(args: &ServeArgs) -> std::path::PathBuf {
+    match (&args.backend, &args.local_dir) {
+        (Backend::Local, Some(dir))
+            if args.by_id_dir == std::path::Path::new("/dev/disk/by-id") =>
+        {
+            dir.join("by-id")
+        }
+        _ => args.by_id_dir.clone(),
+    }
+}
+
+/// The clouds the controller serves. Only the local backend is built so far; the OpenStack
+/// adapter plugs in here.
+pub async fn build_clouds(args: &ServeArgs) -> Result<Clouds, AppError> {
+    match args.backend {
+        Backend::Local => {
+            let dir = args
+                .local_dir
+                .clone()
+                .ok_or_else(|| AppError::Config("--backend local needs --local-dir DIR".into()))?;
+            let local = Arc::new(
+                LocalCloud::open(LocalOptions {
+                    dir,
+                    nodes: vec![local_node_id(args)],
+                })
+                .await
+                .map_err(|e| AppError::Runtime(format!("local backend: {e}")))?,
+            );
+            Ok(Clouds::new([Cloud {
+                name: String::new(),
+                storage: local.clone(),
+                compute: local,
+            }]))
+        }
+        Backend::Openstack => Err(AppError::Config(
+            "--backend openstack is not built yet".into(),
+        )),
+    }
+}
+
 pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     let plan = plan(&args)?;
-    let readiness: Vec<Arc<dyn Readiness>> = Vec::new();
+    let mut readiness: Vec<Arc<dyn Readiness>> = Vec::new();
+    if args.backend == Backend::Local {
+        if plan.controller {
+            let clouds = build_clouds(&args).await?;
+            readiness.push(CloudReadiness::new(clouds));
+        }
+        if plan.node {
+            // A controller process sharing DIR learns this node from the registration.
+            let dir = args.local_dir.clone().unwrap_or_default();
+            let id = local_node_id(&args);
+            tokio::task::spawn_blocking(move || crate::cloud::local::register_node(&dir, &id))
+                .await
+                .map_err(|e| AppError::Runtime(e.to_string()))?
+                .map_err(|e| AppError::Runtime(format!("local backend: {e}")))?;
+        }
+    }
 
     let identity = IdentityService {
         driver_name: args.driver_name.clone(),

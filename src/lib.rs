@@ -9,6 +9,8 @@ pub mod app;
 pub mod cli;
 pub mod cloud;
 pub mod csi;
+pub mod ctl;
+pub mod demo;
 pub mod driver;
 pub mod host;
 pub mod metadata;
