@@ -14,6 +14,7 @@ use crate::csi::pb::controller_server::ControllerServer;
 use crate::csi::pb::identity_server::IdentityServer;
 use crate::csi::pb::node_server::NodeServer;
 use crate::driver::probe::Readiness;
+use crate::metrics::Metrics;
 use crate::server::{self, Endpoint, Listener, RpcSpanLayer};
 
 /// Startup failures. `Config` exits with status 64 (EX_USAGE) before anything binds.
@@ -70,6 +71,13 @@ pub fn plan(args: &ServeArgs) -> Result<Plan, AppError> {
 
 pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     let plan = plan(&args)?;
+    let http_addr = args
+        .http_endpoint
+        .as_deref()
+        .map(crate::http_endpoint::parse_addr)
+        .transpose()
+        .map_err(AppError::Config)?;
+    let metrics = Metrics::new();
     let readiness: Vec<Arc<dyn Readiness>> = Vec::new();
 
     let identity = IdentityService {
@@ -77,7 +85,7 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
         vendor_version: crate::version::vendor_version(),
         controller: plan.controller,
         topology: args.with_topology,
-        readiness,
+        readiness: readiness.clone(),
     };
 
     let listener = Listener::bind(&plan.endpoint)
@@ -91,8 +99,18 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
         version = %crate::version::vendor_version(),
         "serving CSI"
     );
+    if let Some(addr) = http_addr {
+        let state = Arc::new(crate::http_endpoint::HttpState {
+            metrics: metrics.clone(),
+            readiness,
+        });
+        let bound = crate::http_endpoint::spawn(addr, state)
+            .await
+            .map_err(AppError::Runtime)?;
+        tracing::info!(address = %bound, "serving /metrics and /healthz");
+    }
     let router = Server::builder()
-        .layer(RpcSpanLayer)
+        .layer(RpcSpanLayer::new(metrics))
         .add_service(IdentityServer::new(identity))
         .add_optional_service(
             plan.controller
