@@ -1,12 +1,14 @@
 //! Wiring: turn the command line and config into adapters, services and a running server.
 //! Everything is built here and passed down as `Arc`s; nothing is global.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tonic::transport::Server;
 
 use crate::cli::ServeArgs;
+use crate::config::{self, CloudConfig, GlobalConfig};
 use crate::csi::controller::ControllerService;
 use crate::csi::identity::IdentityService;
 use crate::csi::node::NodeService;
@@ -40,6 +42,10 @@ pub struct Plan {
     pub endpoint: Endpoint,
     pub controller: bool,
     pub node: bool,
+    /// Everything read from `--cloud-config`.
+    pub config: CloudConfig,
+    /// The `[Global]` sections the controller serves (OpenStack backend only), validated.
+    pub clouds: BTreeMap<String, GlobalConfig>,
 }
 
 /// Check everything that can be checked without side effects.
@@ -62,10 +68,34 @@ pub fn plan(args: &ServeArgs) -> Result<Plan, AppError> {
             args.kubelet_dir.display()
         )));
     }
+    let openstack_controller = controller && args.backend == crate::cli::Backend::Openstack;
+    // The controller needs credentials, so every file must exist; a node tolerates a
+    // missing file (it needs only [BlockStorage] and [Metadata]), as upstream does.
+    let config = if openstack_controller {
+        if args.cloud_config.is_empty() {
+            return Err(AppError::Config(
+                "the OpenStack controller needs --cloud-config PATH (cloud.conf with [Global] credentials)"
+                    .into(),
+            ));
+        }
+        config::load(&args.cloud_config)
+    } else {
+        config::load_optional(&args.cloud_config)
+    }
+    .map_err(|e| AppError::Config(e.to_string()))?;
+    let clouds = if openstack_controller {
+        config
+            .resolve_clouds(&args.cloud_name, &config::ProcessEnv)
+            .map_err(|e| AppError::Config(e.to_string()))?
+    } else {
+        BTreeMap::new()
+    };
     Ok(Plan {
         endpoint,
         controller,
         node,
+        config,
+        clouds,
     })
 }
 

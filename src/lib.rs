@@ -8,6 +8,7 @@
 pub mod app;
 pub mod cli;
 pub mod cloud;
+pub mod config;
 pub mod csi;
 pub mod driver;
 pub mod host;
