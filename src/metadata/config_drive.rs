@@ -60,7 +60,7 @@ impl ConfigDrive {
     /// Finds the drive and parses its document, off the async runtime and bounded in time.
     pub async fn read(&self) -> Result<MetaData, MetadataError> {
         let device = self.find_device()?;
-        let shown = device.display().to_string();
+        let shown = describe(&device);
         let task = tokio::task::spawn_blocking(move || read_meta_data(&device));
         let bytes = match tokio::time::timeout(self.timeout, task).await {
             Err(_) => {
@@ -98,7 +98,11 @@ pub fn read_meta_data(path: &Path) -> Result<Vec<u8>, MetadataError> {
     let damaged = |m: String| MetadataError::Invalid(format!("{origin}: {m}"));
     let found = match sniff(&mut file).map_err(fail)? {
         Format::Iso9660 => iso::read(file).map_err(damaged)?,
-        Format::Fat => vfat::read(file).map_err(damaged)?,
+        Format::Fat => {
+            // fatfs expects the boot sector under the cursor.
+            file.rewind().map_err(fail)?;
+            vfat::read(file).map_err(damaged)?
+        }
         Format::Unknown => {
             return Err(MetadataError::Invalid(format!(
                 "{origin}: neither ISO 9660 nor FAT (no CD001 descriptor, no boot signature)"
