@@ -134,6 +134,14 @@ impl Default for MetadataOptions {
 /// (an empty `--node-id`, an empty search order, a bad URL) for the caller to exit 64 on.
 pub fn from_options(opts: MetadataOptions) -> Result<Arc<dyn Metadata>, MetadataError> {
     if let Some(id) = opts.node_id {
+        if uuid::Uuid::try_parse(&id).is_err() {
+            // Fine for the local backend; with Nova it breaks every attach (old manifests set
+            // NODE_ID to the Kubernetes node name).
+            tracing::warn!(
+                node_id = %id,
+                "--node-id is not a UUID; with the OpenStack backend it must be the Nova instance UUID"
+            );
+        }
         return Ok(Arc::new(StaticMetadata {
             instance: InstanceMetadata {
                 uuid: check_node_id(&id)?,

@@ -6,3 +6,4 @@ mod chain;
 mod config_drive;
 mod service;
 mod support;
+mod wiring;
