@@ -16,6 +16,7 @@ use crate::csi::pb::controller_server::ControllerServer;
 use crate::csi::pb::identity_server::IdentityServer;
 use crate::csi::pb::node_server::NodeServer;
 use crate::driver::probe::Readiness;
+use crate::metadata::{self, Metadata};
 use crate::metrics::Metrics;
 use crate::server::{self, Endpoint, Listener, RpcSpanLayer};
 
@@ -46,6 +47,9 @@ pub struct Plan {
     pub config: CloudConfig,
     /// The `[Global]` sections the controller serves (OpenStack backend only), validated.
     pub clouds: BTreeMap<String, GlobalConfig>,
+    /// Node mode: who this node is (`--node-id`, else `[Metadata] search-order`); for the node
+    /// service. Built without I/O; the first lookup happens at NodeGetInfo.
+    pub metadata: Option<Arc<dyn Metadata>>,
 }
 
 /// Check everything that can be checked without side effects.
@@ -90,13 +94,48 @@ pub fn plan(args: &ServeArgs) -> Result<Plan, AppError> {
     } else {
         BTreeMap::new()
     };
+    let metadata = if node {
+        let options = metadata_options(args, &config.metadata);
+        Some(metadata::from_options(options).map_err(|e| AppError::Config(e.detail().into()))?)
+    } else {
+        None
+    };
     Ok(Plan {
         endpoint,
         controller,
         node,
         config,
         clouds,
+        metadata,
     })
+}
+
+/// Flags win over `[Metadata]`: `--node-id` skips the lookup, `--metadata-url` replaces the URL.
+pub fn metadata_options(
+    args: &ServeArgs,
+    cfg: &config::MetadataConfig,
+) -> metadata::MetadataOptions {
+    let search_order = cfg
+        .search_order
+        .iter()
+        .map(|s| match s {
+            config::MetadataSource::ConfigDrive => metadata::Source::ConfigDrive,
+            config::MetadataSource::MetadataService => metadata::Source::MetadataService,
+        })
+        .collect();
+    metadata::MetadataOptions {
+        node_id: args.node_id.clone(),
+        search_order,
+        metadata_url: args
+            .metadata_url
+            .clone()
+            .unwrap_or_else(|| cfg.metadata_url.clone()),
+        timeouts: metadata::Timeouts {
+            request: cfg.request_timeout,
+            ..Default::default()
+        },
+        ..Default::default()
+    }
 }
 
 pub async fn run(args: ServeArgs) -> Result<(), AppError> {
