@@ -1,0 +1,130 @@
+//! `cinder-csi ctl` against the real binary on a socket: readable text and JSON output, exit
+//! statuses, and secrets that never appear in any output.
+
+mod common;
+
+use std::process::Command;
+
+use common::Driver;
+
+fn start() -> Driver {
+    let dir = tempfile::tempdir().unwrap();
+    let local = dir.path().join("local").display().to_string();
+    let kubelet = dir.path().display().to_string();
+    let socket = dir.path().join("csi.sock");
+    Driver::start_at(
+        dir,
+        socket,
+        &[
+            "--mode",
+            "all",
+            "--backend",
+            "local",
+            "--local-dir",
+            &local,
+            "--node-id",
+            "ctl-node",
+            "--kubelet-dir",
+            &kubelet,
+        ],
+    )
+}
+
+/// Run `cinder-csi ctl --endpoint EP ARGS…`; returns (exit code, stdout, stderr).
+fn ctl(endpoint: &str, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_cinder-csi"))
+        .args(["ctl", "--endpoint", endpoint])
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn identity_rpcs_in_text_and_json() {
+    let d = start();
+    let ep = d.endpoint();
+    let (code, out, err) = ctl(&ep, &["info"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("name: cinder.csi.openstack.org"), "{out}");
+    assert!(out.contains("vendor_version: "), "{out}");
+
+    let (code, out, _) = ctl(&ep, &["-o", "json", "info"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["name"], "cinder.csi.openstack.org");
+
+    let (code, out, _) = ctl(&ep, &["probe"]);
+    assert_eq!(code, 0);
+    assert_eq!(out.trim(), "ready: true");
+
+    let (code, out, err) = ctl(&ep, &["--output", "json", "capabilities"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let plugin: Vec<&str> = v["plugin"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap())
+        .collect();
+    assert!(plugin.contains(&"CONTROLLER_SERVICE"), "{plugin:?}");
+    assert!(v.get("controller").is_some() && v.get("node").is_some());
+}
+
+#[test]
+fn failures_have_distinct_exit_statuses() {
+    let d = start();
+    let ep = d.endpoint();
+    // An RPC error: exit 1, the RPC and its code named.
+    let (code, out, err) = ctl(&ep, &["get-volume", "no-such-volume"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("ControllerGetVolume failed: "), "{err}");
+    let (code, _, err) = ctl(&ep, &["-o", "json", "get-volume", "no-such-volume"]);
+    assert_eq!(code, 1);
+    let v: serde_json::Value = serde_json::from_str(err.trim()).unwrap();
+    assert_eq!(v["rpc"], "ControllerGetVolume");
+    assert!(v["code"].is_string());
+    // Nothing listening: exit 2.
+    let gone = format!("unix://{}/nothing.sock", d.path().display());
+    let (code, _, err) = ctl(&gone, &["probe"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("cannot connect"), "{err}");
+    // Bad flags: clap's usage error.
+    let (code, _, _) = ctl(&ep, &["create-volume"]);
+    assert_eq!(code, 64);
+}
+
+#[test]
+fn secrets_never_appear_in_output() {
+    let d = start();
+    let ep = d.endpoint();
+    let secret = "hunter2-do-not-print";
+    let pair = format!("password={secret}");
+    for args in [
+        vec!["create-volume", "pvc-x", "--size", "1Gi", "--secret", &pair],
+        vec!["-o", "json", "delete-volume", "v", "--secret", &pair],
+        // Malformed: the value must not be echoed either.
+        vec!["delete-volume", "v", "--secret", secret],
+    ] {
+        let (_, out, err) = ctl(&ep, &args);
+        assert!(
+            !out.contains(secret) && !err.contains(secret),
+            "secret printed for {args:?}:\n{out}\n{err}"
+        );
+    }
+    let (code, _, err) = ctl(&ep, &["delete-volume", "v", "--secret", secret]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("KEY=VALUE"), "{err}");
+
+    let file = d.path().join("secrets");
+    std::fs::write(&file, format!("user=admin\n{secret}\n")).unwrap();
+    let f = file.display().to_string();
+    let (code, out, err) = ctl(&ep, &["delete-volume", "v", "--secrets-file", &f]);
+    assert_eq!(code, 2);
+    assert!(err.contains(":2:"), "names the line: {err}");
+    assert!(!out.contains(secret) && !err.contains(secret));
+}
