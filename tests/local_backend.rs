@@ -304,9 +304,11 @@ async fn volumes_types_capacity_and_waits() {
     for id in [&v.id, &twin.id, &other.id] {
         c.delete_volume(id, false).await.unwrap();
         assert!(c.get_volume(id).await.unwrap_err().is_not_found());
-        c.wait_volume(id, &VolumeWait::Deleted, soon())
+        assert!(c
+            .wait_volume(id, &VolumeWait::Deleted, soon())
             .await
-            .unwrap();
+            .unwrap_err()
+            .is_not_found());
     }
     assert!(!file.exists());
     assert!(c
@@ -430,9 +432,11 @@ async fn snapshots_restores_and_clones_keep_bytes_and_holes() {
     c.delete_snapshot(&s.id).await.unwrap();
     assert!(c.get_snapshot(&s.id).await.unwrap_err().is_not_found());
     assert!(c.delete_snapshot(&s.id).await.unwrap_err().is_not_found());
-    c.wait_snapshot(&s.id, &SnapshotWait::Deleted, soon())
+    assert!(c
+        .wait_snapshot(&s.id, &SnapshotWait::Deleted, soon())
         .await
-        .unwrap();
+        .unwrap_err()
+        .is_not_found());
     c.delete_volume(&v.id, true).await.unwrap();
     assert!(c.get_snapshot(&s2.id).await.unwrap_err().is_not_found());
     c.delete_volume(&cl.id, false).await.unwrap();
@@ -522,9 +526,11 @@ async fn backups_are_independent_copies() {
     for id in [&b.id, &bs.id] {
         c.delete_backup(id).await.unwrap();
         assert!(c.get_backup(id).await.unwrap_err().is_not_found());
-        c.wait_backup(id, &BackupWait::Deleted, soon())
+        assert!(c
+            .wait_backup(id, &BackupWait::Deleted, soon())
             .await
-            .unwrap();
+            .unwrap_err()
+            .is_not_found());
     }
     assert!(c.delete_backup(&b.id).await.unwrap_err().is_not_found());
     c.delete_volume(&r.id, false).await.unwrap();

@@ -1,6 +1,7 @@
 //! Waits. Operations here finish before they return, so a wait is normally satisfied at
 //! once; it still ends with `ErrorState` on an error status and polls (for a concurrent
 //! operation to finish) until the deadline, then reports `WaitTimeout` like the cloud does.
+//! An object that is gone ends every wait with `NotFound` (for `Deleted`, that is success).
 
 use std::time::Duration;
 
@@ -54,26 +55,6 @@ fn error_state(resource: Resource, id: &str, status: &str, reason: Option<&Strin
     }
 }
 
-/// What a deleted volume looks like to a `Deleted` wait.
-fn tombstone(id: &str) -> Volume {
-    Volume {
-        id: id.to_string(),
-        name: String::new(),
-        size_gib: 0,
-        status: VolumeStatus::Other("deleted".into()),
-        availability_zone: super::ZONE.to_string(),
-        volume_type: None,
-        multiattach: false,
-        bootable: false,
-        metadata: Default::default(),
-        attachments: Vec::new(),
-        snapshot_id: None,
-        source_volume_id: None,
-        backup_id: None,
-        created_at: None,
-    }
-}
-
 pub(super) async fn wait_volume(
     inner: &Inner,
     id: &str,
@@ -83,11 +64,9 @@ pub(super) async fn wait_volume(
     let wanted = format!("{until:?}").to_lowercase();
     poll(Resource::Volume, id, wanted, deadline, || {
         let st = inner.read();
+        // Gone: what a `Deleted` wait waits for, and the end of any other (the port's rule).
         let Some(rec) = st.volumes.get(id) else {
-            return match until {
-                VolumeWait::Deleted => Ok(Check::Done(tombstone(id))),
-                _ => Err(CloudError::not_found(Resource::Volume, id)),
-            };
+            return Err(CloudError::not_found(Resource::Volume, id));
         };
         let v = rec.to_volume();
         if v.status.is_error() {
@@ -129,18 +108,7 @@ pub(super) async fn wait_snapshot(
     poll(Resource::Snapshot, id, wanted, deadline, || {
         let st = inner.read();
         let Some(rec) = st.snapshots.get(id) else {
-            return match until {
-                SnapshotWait::Deleted => Ok(Check::Done(Snapshot {
-                    id: id.to_string(),
-                    name: String::new(),
-                    volume_id: String::new(),
-                    size_gib: 0,
-                    status: SnapshotStatus::Other("deleted".into()),
-                    created_at: None,
-                    metadata: Default::default(),
-                })),
-                SnapshotWait::Available => Err(CloudError::not_found(Resource::Snapshot, id)),
-            };
+            return Err(CloudError::not_found(Resource::Snapshot, id));
         };
         let s = rec.to_snapshot();
         if s.status.is_error() {
@@ -169,20 +137,7 @@ pub(super) async fn wait_backup(
     poll(Resource::Backup, id, wanted, deadline, || {
         let st = inner.read();
         let Some(rec) = st.backups.get(id) else {
-            return match until {
-                BackupWait::Deleted => Ok(Check::Done(Backup {
-                    id: id.to_string(),
-                    name: String::new(),
-                    volume_id: String::new(),
-                    snapshot_id: None,
-                    size_gib: 0,
-                    status: BackupStatus::Other("deleted".into()),
-                    availability_zone: None,
-                    created_at: None,
-                    metadata: Default::default(),
-                })),
-                BackupWait::Available => Err(CloudError::not_found(Resource::Backup, id)),
-            };
+            return Err(CloudError::not_found(Resource::Backup, id));
         };
         let b = rec.to_backup();
         if b.status.is_error() {
