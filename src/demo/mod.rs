@@ -81,7 +81,10 @@ pub async fn run(args: DemoArgs) -> u8 {
         args.fs_type.name(),
         crate::version::vendor_version()
     );
-    println!("  work directory {}\n", dir.display());
+    println!(
+        "  work directory {} (paths below are relative to it)",
+        dir.display()
+    );
 
     let mut report = Report::new();
     let binary = args
@@ -92,6 +95,7 @@ pub async fn run(args: DemoArgs) -> u8 {
     let ok = drive(&mut report, &binary, &paths, args.fs_type).await;
 
     // Whatever happened: nothing may stay behind.
+    report.section("check");
     let left = cleanup::find(&dir, &paths.state);
     let clean = left.is_empty();
     report.note(
@@ -108,6 +112,8 @@ pub async fn run(args: DemoArgs) -> u8 {
         report.note(false, "cleanup", &problems.join("; "));
     } else if dir.exists() {
         report.note(false, "cleanup", &format!("{} still exists", dir.display()));
+    } else {
+        report.note(true, "work directory removed", &dir.display().to_string());
     }
     let passed = ok && clean && problems.is_empty() && report.failed() == 0;
     println!(
@@ -131,11 +137,11 @@ async fn drive(report: &mut Report, binary: &Path, paths: &DriverPaths, fs: Demo
             return false;
         }
     };
-    let endpoint = driver.endpoint.clone();
+    report.section("start the driver");
     let client = report
-        .step("start the driver (mode all)", async {
+        .step("cinder-csi serve --mode all", async {
             let c = driver.ready().await?;
-            Ok((c, format!("ready on {endpoint}")))
+            Ok((c, "backend local, answering Probe on csi.sock".to_string()))
         })
         .await;
     let Ok(client) = client else {
@@ -146,13 +152,21 @@ async fn drive(report: &mut Report, binary: &Path, paths: &DriverPaths, fs: Demo
     let mut scenario = Scenario {
         client: &client,
         fs_type: fs.name().to_string(),
+        workdir: paths
+            .socket
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default(),
         kubelet: paths.kubelet.clone(),
         undo: Vec::new(),
+        ids: Vec::new(),
     };
     let story = scenario.run(report).await;
-    if story.is_err() {
-        println!("  … tearing down what was created");
-    }
+    report.section(if story.is_ok() {
+        "tear down: unmount, detach, delete"
+    } else {
+        "tear down what was created before the failure"
+    });
     let mut teardown_ok = true;
     while let Some(u) = scenario.undo.pop() {
         teardown_ok &= scenario.undo_one(report, u).await.is_ok();

@@ -46,6 +46,13 @@ impl Report {
         }
     }
 
+    /// A heading before a group of steps.
+    pub fn section(&self, title: &str) {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "\n  {title}");
+        let _ = out.flush();
+    }
+
     /// A line for something that was not timed (cleanup notes).
     pub fn note(&self, ok: bool, name: &str, detail: &str) {
         line(if ok { '✓' } else { '✗' }, name, None, detail);

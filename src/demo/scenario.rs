@@ -26,8 +26,12 @@ pub enum Undo {
 pub struct Scenario<'a> {
     pub client: &'a Client,
     pub fs_type: String,
+    /// The work directory; paths are shown relative to it.
+    pub workdir: PathBuf,
     pub kubelet: PathBuf,
     pub undo: Vec<Undo>,
+    /// Volume ids seen, shortened in what is shown.
+    pub ids: Vec<String>,
 }
 
 pub(super) use super::observe::{blocking, Mounted};
@@ -41,11 +45,24 @@ pub(super) fn status(rpc: &str, s: tonic::Status) -> StepError {
     format!("{rpc}: {:?}: {}{hint}", s.code(), s.message())
 }
 
-fn short(id: &str) -> &str {
+pub(super) fn short(id: &str) -> &str {
     &id[..id.len().min(8)]
 }
 
 impl Scenario<'_> {
+    /// A path relative to the work directory, with volume ids shortened.
+    pub(super) fn show(&self, p: &std::path::Path) -> String {
+        let mut s = p
+            .strip_prefix(&self.workdir)
+            .unwrap_or(p)
+            .display()
+            .to_string();
+        for id in &self.ids {
+            s = s.replace(id.as_str(), &format!("{}…", short(id)));
+        }
+        s
+    }
+
     fn capability(&self) -> pb::VolumeCapability {
         use pb::volume_capability::{access_mode::Mode, AccessMode, AccessType, MountVolume};
         pb::VolumeCapability {
@@ -73,13 +90,15 @@ impl Scenario<'_> {
                 let zone = info
                     .accessible_topology
                     .as_ref()
-                    .map(|t| format!("{:?}", t.segments))
-                    .unwrap_or_else(|| "no topology".into());
-                let detail = format!("node {} {zone}", info.node_id);
+                    .and_then(|t| t.segments.get("topology.cinder.csi.openstack.org/zone"))
+                    .map(|z| format!("zone {z}"))
+                    .unwrap_or_else(|| "no zone".into());
+                let detail = format!("node {}, {zone}", info.node_id);
                 Ok(((info.node_id, info.accessible_topology), detail))
             })
             .await?;
 
+        r.section("provision, attach, format, mount into a pod, write");
         let (vol, ctx) = self
             .create(r, "CreateVolume", "demo-data", GIB, None, topology.clone())
             .await?;
@@ -101,12 +120,13 @@ impl Scenario<'_> {
                 Ok(())
             })
             .await?;
-            Ok(((), format!("{} ({len} bytes)", file.display())))
+            Ok(((), format!("{FILE_NAME} ({len} bytes, fsynced)")))
         })
         .await?;
         self.check_file(r, "read it back", &data.target, &want)
             .await?;
 
+        r.section("snapshot, restore into a larger volume, read the file there");
         let snap = r
             .step("CreateSnapshot (until ready)", self.snapshot(&vol))
             .await?;
@@ -142,6 +162,7 @@ impl Scenario<'_> {
         })
         .await?;
 
+        r.section("expand the first volume while it is mounted");
         let before = self.fs_size(&data).await?;
         r.step("ControllerExpandVolume 1 → 2 GiB", async {
             let msg = pb::ControllerExpandVolumeRequest {
@@ -247,13 +268,18 @@ impl Scenario<'_> {
                     .into_inner()
                     .volume
                     .ok_or("CreateVolume returned no volume")?;
-                let detail = format!("{} {}", v.volume_id, human_bytes(v.capacity_bytes));
+                let detail = format!(
+                    "volume {} ({})",
+                    short(&v.volume_id),
+                    human_bytes(v.capacity_bytes)
+                );
                 Ok((v, detail))
             })
             .await?;
         self.undo.push(Undo::DeleteVolume {
             volume: v.volume_id.clone(),
         });
+        self.ids.push(v.volume_id.clone());
         Ok((v.volume_id, v.volume_context))
     }
 
@@ -284,7 +310,10 @@ impl Scenario<'_> {
                     .map_err(|s| status("ControllerPublishVolume", s))?
                     .into_inner()
                     .publish_context;
-                let detail = format!("to node {node} {:?}", sorted(&pc));
+                let detail = match pc.get("DevicePath") {
+                    Some(dev) => format!("attached to {node} as {dev}"),
+                    None => format!("attached to {node} {:?}", sorted(&pc)),
+                };
                 Ok((pc, detail))
             })
             .await?;
@@ -314,12 +343,18 @@ impl Scenario<'_> {
             volume_context: volume_context.clone(),
         };
         let fs = self.fs_type.clone();
-        r.step(&format!("NodeStageVolume{suffix}"), async {
+        let shown = self.show(&staging);
+        let what = if suffix.is_empty() {
+            " (mkfs + mount)"
+        } else {
+            " (restored: mount + grow)"
+        };
+        r.step(&format!("NodeStageVolume{what}"), async {
             c.node()
                 .node_stage_volume(c.req(msg))
                 .await
                 .map_err(|s| status("NodeStageVolume", s))?;
-            Ok(((), format!("{fs} at {}", staging.display())))
+            Ok(((), format!("{fs} at {shown}")))
         })
         .await?;
         self.undo.push(Undo::NodeUnstage {
@@ -337,12 +372,13 @@ impl Scenario<'_> {
             secrets: HashMap::new(),
             volume_context: volume_context.clone(),
         };
+        let shown = self.show(&target);
         r.step(&format!("NodePublishVolume{suffix}"), async {
             c.node()
                 .node_publish_volume(c.req(msg))
                 .await
                 .map_err(|s| status("NodePublishVolume", s))?;
-            Ok(((), format!("into {}", target.display())))
+            Ok(((), format!("into {shown}")))
         })
         .await?;
         self.undo.push(Undo::NodeUnpublish {
@@ -393,7 +429,11 @@ impl Scenario<'_> {
                 s = found;
             }
         }
-        let detail = format!("{} {} ready", s.snapshot_id, human_bytes(s.size_bytes));
+        let detail = format!(
+            "snapshot {} ({}) ready to use",
+            short(&s.snapshot_id),
+            human_bytes(s.size_bytes)
+        );
         Ok((s.snapshot_id, detail))
     }
 }

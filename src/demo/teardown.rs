@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use super::report::{Report, StepError};
-use super::scenario::{status, Scenario, Undo};
+use super::scenario::{short, status, Scenario, Undo};
 use crate::csi::pb;
 
 impl Scenario<'_> {
@@ -16,13 +16,16 @@ impl Scenario<'_> {
                     volume_id: volume,
                     target_path: target.display().to_string(),
                 };
+                let shown = self.show(&target);
                 r.step("NodeUnpublishVolume", async {
                     c.node()
                         .node_unpublish_volume(c.req(msg))
                         .await
                         .map_err(|s| status("NodeUnpublishVolume", s))?;
-                    let gone = !target.exists();
-                    Ok(((), format!("{} removed: {gone}", target.display())))
+                    if target.exists() {
+                        return Err(format!("{shown} still exists (CSI: the SP removes it)"));
+                    }
+                    Ok(((), format!("{shown} unmounted and removed")))
                 })
                 .await
             }
@@ -31,12 +34,13 @@ impl Scenario<'_> {
                     volume_id: volume,
                     staging_target_path: staging.display().to_string(),
                 };
+                let shown = self.show(&staging);
                 r.step("NodeUnstageVolume", async {
                     c.node()
                         .node_unstage_volume(c.req(msg))
                         .await
                         .map_err(|s| status("NodeUnstageVolume", s))?;
-                    Ok(((), format!("{}", staging.display())))
+                    Ok(((), format!("{shown} unmounted")))
                 })
                 .await
             }
@@ -51,7 +55,10 @@ impl Scenario<'_> {
                         .controller_unpublish_volume(c.req(msg))
                         .await
                         .map_err(|s| status("ControllerUnpublishVolume", s))?;
-                    Ok(((), format!("{volume} from {node}")))
+                    Ok((
+                        (),
+                        format!("volume {} detached from {node}", short(&volume)),
+                    ))
                 })
                 .await
             }
@@ -65,7 +72,7 @@ impl Scenario<'_> {
                         .delete_volume(c.req(msg))
                         .await
                         .map_err(|s| status("DeleteVolume", s))?;
-                    Ok(((), volume))
+                    Ok(((), format!("volume {}", short(&volume))))
                 })
                 .await
             }
@@ -79,7 +86,7 @@ impl Scenario<'_> {
                         .delete_snapshot(c.req(msg))
                         .await
                         .map_err(|s| status("DeleteSnapshot", s))?;
-                    Ok(((), snapshot))
+                    Ok(((), format!("snapshot {}", short(&snapshot))))
                 })
                 .await
             }
