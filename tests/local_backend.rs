@@ -216,6 +216,11 @@ async fn volumes_types_capacity_and_waits() {
         c.create_volume(&vol("x", 0)).await,
         Err(CloudError::BadRequest { .. })
     ));
+    // Larger than the filesystem holding DIR: over the limit (CSI ResourceExhausted).
+    assert!(matches!(
+        c.create_volume(&vol("x", 1 << 30)).await,
+        Err(CloudError::OverLimit { .. })
+    ));
     assert_eq!(
         c.list_volumes(&VolumeFilter::default(), &PageRequest::default())
             .await

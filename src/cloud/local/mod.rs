@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuar
 
 use nix::fcntl::{Flock, FlockArg};
 
-use crate::cloud::{Capacity, CloudError, CloudResult};
+use crate::cloud::{Capacity, CloudError, CloudResult, GIB};
 pub use reconcile::ReconcileReport;
 use records::{CopyRecord, VolumeRecord};
 pub use records::{TYPE_DEFAULT, TYPE_MULTIATTACH, ZONE};
@@ -266,11 +266,39 @@ impl Inner {
                 maximum_volume_bytes: None,
             });
         }
+        let (free, total) = self.space()?;
+        Ok(Capacity {
+            available_bytes: Some(free),
+            maximum_volume_bytes: Some(total),
+        })
+    }
+
+    /// Free and total bytes of DIR's filesystem.
+    fn space(&self) -> CloudResult<(u64, u64)> {
         let st = nix::sys::statvfs::statvfs(self.layout.root())
             .map_err(|e| io_error(format_args!("statvfs {}", self.layout.root().display()), e))?;
-        Ok(Capacity {
-            available_bytes: Some(st.blocks_available() as u64 * st.fragment_size() as u64),
-            maximum_volume_bytes: None,
-        })
+        let frag = st.fragment_size() as u64;
+        Ok((
+            st.blocks_available() as u64 * frag,
+            st.blocks() as u64 * frag,
+        ))
+    }
+
+    /// Volumes are thin (sparse), but one larger than the whole filesystem holding DIR could
+    /// never be filled: refuse it as over the limit, before anything is written.
+    fn check_fits(&self, size_gib: u64) -> CloudResult<()> {
+        let (_, total) = self.space()?;
+        let want = size_gib.saturating_mul(GIB);
+        if want > total {
+            return Err(CloudError::OverLimit {
+                message: format!(
+                    "{size_gib} GiB is larger than the filesystem holding {} ({} GiB)",
+                    self.layout.root().display(),
+                    total / GIB
+                ),
+                request_id: Default::default(),
+            });
+        }
+        Ok(())
     }
 }

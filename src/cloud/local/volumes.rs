@@ -87,6 +87,7 @@ impl Inner {
             backup_id: None,
             created_at_ms: records::now_ms(),
         };
+        self.check_fits(req.size_gib)?;
         let source = {
             let _ops = self.lock_ops();
             let source = self.resolve_source(req, &mut rec)?;
@@ -275,6 +276,7 @@ impl Inner {
                 rec.size_gib
             )));
         }
+        self.check_fits(new_size_gib)?;
         match rec.status() {
             VolumeStatus::Available => {}
             VolumeStatus::InUse if online => {}
