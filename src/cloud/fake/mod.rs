@@ -10,7 +10,9 @@
 
 mod block;
 mod compute;
+mod snapshots;
 mod state;
+mod volumes;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -17,6 +17,8 @@ mod model;
 mod modify;
 pub mod params;
 mod publish;
+mod snapshot_delete;
+mod snapshot_list;
 mod snapshots;
 pub mod tokens;
 pub mod waits;

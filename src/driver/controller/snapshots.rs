@@ -1,4 +1,4 @@
-//! CreateSnapshot, DeleteSnapshot, ListSnapshots, GetSnapshot.
+//! CreateSnapshot (plain snapshots and the backup state machine).
 //!
 //! CreateSnapshot returns as soon as Cinder has the snapshot (`ready_to_use=false` while it
 //! is `creating`) and the snapshotter polls by calling it again (upstream blocked ~21 s and
@@ -10,24 +10,19 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use tokio::time::Instant;
-
 use super::params::{SnapshotKind, BACKUP_BASE_SECONDS, BACKUP_SOURCE_KEY, CLUSTER_KEY};
-use super::tokens::{Collection, ListToken};
 use super::waits::wait_deadline;
-use super::{
-    Controller, CreateSnapshot, DeleteSnapshot, ListSnapshots, SnapshotInfo, SnapshotsPage,
-};
+use super::{Controller, CreateSnapshot, SnapshotInfo};
 use crate::cloud::{
-    Backup, BackupFilter, BackupStatus, BackupWait, Cloud, CloudError, NewBackup, NewSnapshot,
-    PageRequest, Snapshot, SnapshotFilter, SnapshotStatus, SnapshotWait, GIB,
+    Backup, BackupFilter, BackupStatus, Cloud, CloudError, NewBackup, NewSnapshot, PageRequest,
+    Snapshot, SnapshotFilter, SnapshotStatus, SnapshotWait, GIB,
 };
 use crate::driver::{Error, Result};
 
 /// Description Cinder shows for snapshots and backups we create.
 pub const SNAPSHOT_DESCRIPTION: &str = "Created by OpenStack Cinder CSI driver";
 
-fn snapshot_info(s: &Snapshot) -> SnapshotInfo {
+pub(super) fn snapshot_info(s: &Snapshot) -> SnapshotInfo {
     SnapshotInfo {
         id: s.id.clone(),
         source_volume_id: s.volume_id.clone(),
@@ -37,7 +32,7 @@ fn snapshot_info(s: &Snapshot) -> SnapshotInfo {
     }
 }
 
-fn backup_info(b: &Backup) -> SnapshotInfo {
+pub(super) fn backup_info(b: &Backup) -> SnapshotInfo {
     SnapshotInfo {
         id: b.id.clone(),
         source_volume_id: b.volume_id.clone(),
@@ -47,16 +42,16 @@ fn backup_info(b: &Backup) -> SnapshotInfo {
     }
 }
 
-fn is_temporary(s: &Snapshot) -> bool {
+pub(super) fn is_temporary(s: &Snapshot) -> bool {
     s.metadata.contains_key(BACKUP_SOURCE_KEY)
 }
 
 /// Snapshots a listing shows: cut (or being cut) and not on their way out.
-fn listable_snapshot(s: &Snapshot) -> bool {
+pub(super) fn listable_snapshot(s: &Snapshot) -> bool {
     !is_temporary(s) && !s.status.is_error() && s.status != SnapshotStatus::Deleting
 }
 
-fn listable_backup(b: &Backup) -> bool {
+pub(super) fn listable_backup(b: &Backup) -> bool {
     !b.status.is_error() && b.status != BackupStatus::Deleting
 }
 
@@ -333,7 +328,7 @@ impl Controller {
 
     /// Delete the temporary snapshot of a finished backup, once. Failures only delay it to
     /// the next CreateSnapshot/ListSnapshots/DeleteSnapshot that sees the backup.
-    async fn drop_temporary(&self, cloud: &Cloud, b: &Backup) {
+    pub(super) async fn drop_temporary(&self, cloud: &Cloud, b: &Backup) {
         let Some(sid) = b.snapshot_id.as_deref() else {
             return;
         };
@@ -367,251 +362,5 @@ impl Controller {
         self.cleaned_backups
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// CSI DeleteSnapshot: a Cinder snapshot or a backup; unknown → OK. Waits until gone.
-    pub async fn delete_snapshot(&self, req: DeleteSnapshot) -> Result<()> {
-        let cloud = self.cloud(&req.cloud)?;
-        let deadline = wait_deadline(req.deadline);
-        let id = req.snapshot_id.as_str();
-        let storage = &cloud.storage;
-        // Snapshots are the common case: try them first (upstream always paid a backup 404).
-        match storage.delete_snapshot(id).await {
-            Ok(()) => return snapshot_gone(cloud, id, deadline).await,
-            Err(CloudError::NotFound { .. }) => {}
-            Err(CloudError::Conflict { message, .. }) => {
-                return match storage.get_snapshot(id).await {
-                    Err(CloudError::NotFound { .. }) => Ok(()),
-                    Ok(s) if s.status == SnapshotStatus::Deleting => {
-                        snapshot_gone(cloud, id, deadline).await
-                    }
-                    Ok(s) => Err(Error::precondition(format!(
-                        "snapshot {id} (status {}) cannot be deleted now: {message}",
-                        s.status
-                    ))),
-                    Err(e) => Err(e.into()),
-                }
-            }
-            Err(e) => return Err(e.into()),
-        }
-        let b = match storage.get_backup(id).await {
-            Ok(b) => b,
-            Err(CloudError::NotFound { .. } | CloudError::Unsupported(_)) => return Ok(()),
-            Err(e) => return Err(e.into()),
-        };
-        if b.status != BackupStatus::Deleting {
-            match storage.delete_backup(id).await {
-                Ok(()) => {}
-                Err(CloudError::NotFound { .. }) => return Ok(()),
-                Err(CloudError::Conflict { message, .. }) => {
-                    return Err(Error::precondition(format!(
-                        "backup {id} (status {}) cannot be deleted now: {message}",
-                        b.status
-                    )))
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-        self.drop_temporary(cloud, &b).await;
-        match storage
-            .wait_backup(id, &BackupWait::Deleted, deadline)
-            .await
-        {
-            Ok(_) | Err(CloudError::NotFound { .. }) => Ok(()),
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    /// Look one snapshot or backup up by CSI id in `cloud`. `Err` of the inner result: it
-    /// exists but is in an error state (the status, for messages).
-    async fn find_snapshot(
-        &self,
-        cloud: &Cloud,
-        id: &str,
-    ) -> Result<Option<std::result::Result<SnapshotInfo, String>>> {
-        match cloud.storage.get_snapshot(id).await {
-            Ok(s) if is_temporary(&s) || s.status == SnapshotStatus::Deleting => return Ok(None),
-            Ok(s) if s.status.is_error() => return Ok(Some(Err(s.status.to_string()))),
-            Ok(s) => return Ok(Some(Ok(snapshot_info(&s)))),
-            Err(CloudError::NotFound { .. }) => {}
-            Err(e) => return Err(e.into()),
-        }
-        match cloud.storage.get_backup(id).await {
-            Ok(b) if b.status == BackupStatus::Deleting => Ok(None),
-            Ok(b) if b.status.is_error() => Ok(Some(Err(b.status.to_string()))),
-            Ok(b) => {
-                if b.status == BackupStatus::Available {
-                    self.drop_temporary(cloud, &b).await;
-                }
-                Ok(Some(Ok(backup_info(&b))))
-            }
-            Err(CloudError::NotFound { .. } | CloudError::Unsupported(_)) => Ok(None),
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    /// CSI GetSnapshot: the request's cloud, or every cloud when it names none.
-    pub async fn get_snapshot(&self, id: &str, cloud: Option<&str>) -> Result<SnapshotInfo> {
-        for c in self.list_clouds(cloud)? {
-            match self.find_snapshot(c, id).await? {
-                Some(Ok(info)) => return Ok(info),
-                Some(Err(status)) => {
-                    return Err(Error::internal(format!(
-                        "snapshot {id} is in status {status}; it cannot be used, delete it"
-                    )))
-                }
-                None => {}
-            }
-        }
-        Err(Error::SnapshotNotFound { id: id.to_string() })
-    }
-
-    fn list_clouds(&self, named: Option<&str>) -> Result<Vec<&Cloud>> {
-        Ok(match named {
-            Some(n) => vec![self.cloud(n)?],
-            None => self.clouds.iter().collect(),
-        })
-    }
-
-    /// CSI ListSnapshots: by id, by source volume, or all; snapshots then backups, cloud by
-    /// cloud, paginated with tokens that name the cloud and the collection.
-    pub async fn list_snapshots(&self, req: ListSnapshots) -> Result<SnapshotsPage> {
-        let clouds = self.list_clouds(req.cloud.as_deref())?;
-        if let Some(id) = &req.snapshot_id {
-            for c in &clouds {
-                // A snapshot in an error state is not listed (it cannot be restored).
-                if let Some(found) = self.find_snapshot(c, id).await? {
-                    let Ok(info) = found else {
-                        break;
-                    };
-                    let wanted = req.source_volume_id.as_ref();
-                    let entries = if wanted.is_none_or(|v| *v == info.source_volume_id) {
-                        vec![info]
-                    } else {
-                        vec![]
-                    };
-                    return Ok(SnapshotsPage {
-                        entries,
-                        next_token: None,
-                    });
-                }
-            }
-            return Ok(SnapshotsPage::default());
-        }
-        let names: Vec<&str> = clouds.iter().map(|c| c.name.as_str()).collect();
-        let (mut idx, mut collection, mut marker) = match req.starting_token.as_deref() {
-            None | Some("") => (0, Collection::Snapshots, None),
-            Some(t) => {
-                let t =
-                    ListToken::decode(t, &[Collection::Snapshots, Collection::Backups], &names)?;
-                let idx = names.iter().position(|n| *n == t.cloud).unwrap_or(0);
-                (idx, t.collection, t.marker)
-            }
-        };
-        let limit = req.max_entries as usize;
-        let mut entries = Vec::new();
-        while let Some(cloud) = clouds.get(idx) {
-            let page = PageRequest {
-                limit: (limit > 0).then(|| (limit - entries.len()) as u32),
-                marker: marker.clone(),
-            };
-            let had_marker = marker.is_some();
-            let next = match collection {
-                Collection::Snapshots => {
-                    let filter = SnapshotFilter {
-                        name: None,
-                        volume_id: req.source_volume_id.clone(),
-                    };
-                    let got = cloud
-                        .storage
-                        .list_snapshots(&filter, &page)
-                        .await
-                        .map_err(|e| stale_marker(e, had_marker))?;
-                    entries.extend(
-                        got.items
-                            .iter()
-                            .filter(|s| listable_snapshot(s))
-                            .map(snapshot_info),
-                    );
-                    got.next_marker
-                }
-                _ => {
-                    let filter = BackupFilter {
-                        name: None,
-                        volume_id: req.source_volume_id.clone(),
-                    };
-                    match cloud.storage.list_backups(&filter, &page).await {
-                        Ok(got) => {
-                            entries.extend(
-                                got.items
-                                    .iter()
-                                    .filter(|b| listable_backup(b))
-                                    .map(backup_info),
-                            );
-                            got.next_marker
-                        }
-                        Err(CloudError::Unsupported(_)) => None,
-                        Err(e) => return Err(stale_marker(e, had_marker)),
-                    }
-                }
-            };
-            match next {
-                Some(m) => marker = Some(m),
-                None => {
-                    marker = None;
-                    if collection == Collection::Snapshots {
-                        collection = Collection::Backups;
-                    } else {
-                        collection = Collection::Snapshots;
-                        idx += 1;
-                    }
-                }
-            }
-            if limit > 0 && entries.len() >= limit {
-                entries.truncate(limit);
-                let next_token = clouds.get(idx).map(|c| {
-                    ListToken {
-                        collection,
-                        cloud: c.name.clone(),
-                        marker: marker.clone(),
-                    }
-                    .encode()
-                });
-                return Ok(SnapshotsPage {
-                    entries,
-                    next_token,
-                });
-            }
-        }
-        Ok(SnapshotsPage {
-            entries,
-            next_token: None,
-        })
-    }
-}
-
-fn stale_marker(e: CloudError, had_marker: bool) -> Error {
-    if had_marker
-        && matches!(
-            e,
-            CloudError::BadRequest { .. } | CloudError::NotFound { .. }
-        )
-    {
-        return Error::Aborted(format!(
-            "starting_token no longer points into the listing ({e}); start again without a \
-             token"
-        ));
-    }
-    Error::Cloud(e)
-}
-
-async fn snapshot_gone(cloud: &Cloud, id: &str, deadline: Instant) -> Result<()> {
-    match cloud
-        .storage
-        .wait_snapshot(id, &SnapshotWait::Deleted, deadline)
-        .await
-    {
-        Ok(_) | Err(CloudError::NotFound { .. }) => Ok(()),
-        Err(e) => Err(e.into()),
     }
 }
