@@ -31,21 +31,14 @@ pub fn condition(v: &Volume) -> Condition {
     }
 }
 
-/// A marker the cloud no longer accepts (its volume was deleted, the token is stale) is an
-/// invalid starting_token: Aborted, and the caller starts over.
-fn marker_error(e: CloudError, had_marker: bool) -> Error {
-    if had_marker
+/// Whether the cloud rejected the marker itself (its object was deleted since the token was
+/// issued): Cinder answers 400 "marker not found".
+pub(super) fn stale_marker(e: &CloudError, had_marker: bool) -> bool {
+    had_marker
         && matches!(
             e,
             CloudError::BadRequest { .. } | CloudError::NotFound { .. }
         )
-    {
-        return Error::Aborted(format!(
-            "starting_token no longer points into the listing ({e}); start again without a \
-             token"
-        ));
-    }
-    Error::Cloud(e)
 }
 
 impl Controller {
@@ -57,7 +50,8 @@ impl Controller {
         }
     }
 
-    /// CSI ListVolumes. Walks the clouds in name order; with `list-cluster-volumes-only` asks
+    /// CSI ListVolumes. Walks the clouds in name order (a token whose marker volume was
+    /// deleted restarts that cloud's listing: duplicates are allowed, failures are not); with `list-cluster-volumes-only` asks
     /// Cinder for this cluster's volumes only (a server-side metadata filter) instead of the
     /// whole project (upstream #2764).
     pub async fn list_volumes(&self, req: ListVolumes) -> Result<VolumesPage> {
@@ -85,11 +79,17 @@ impl Controller {
                 limit: (limit > 0).then(|| (limit - entries.len()) as u32),
                 marker: marker.clone(),
             };
-            let got = cloud
-                .storage
-                .list_volumes(&filter, &page)
-                .await
-                .map_err(|e| marker_error(e, marker.is_some()))?;
+            let got = match cloud.storage.list_volumes(&filter, &page).await {
+                Ok(got) => got,
+                // The volume the token points after was deleted. CSI lets a listing that
+                // races changes show duplicates, so start this cloud over instead of failing.
+                Err(e) if stale_marker(&e, marker.is_some()) => {
+                    tracing::debug!(error = %e, "stale ListVolumes marker; restarting the cloud's listing");
+                    marker = None;
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
             entries.extend(got.items.iter().map(|v| self.entry(v)));
             let full = limit > 0 && entries.len() >= limit;
             match got.next_marker {

@@ -2,6 +2,7 @@
 //! and GetSnapshot. Listings show the real ready state and never the temporary snapshots
 //! backups are taken from.
 
+use super::list::stale_marker;
 use super::snapshots::{
     backup_info, is_temporary, listable_backup, listable_snapshot, snapshot_info,
 };
@@ -113,11 +114,14 @@ impl Controller {
                         name: None,
                         volume_id: req.source_volume_id.clone(),
                     };
-                    let got = cloud
-                        .storage
-                        .list_snapshots(&filter, &page)
-                        .await
-                        .map_err(|e| stale_marker(e, had_marker))?;
+                    let got = match cloud.storage.list_snapshots(&filter, &page).await {
+                        Ok(got) => got,
+                        Err(e) if stale_marker(&e, had_marker) => {
+                            marker = None;
+                            continue;
+                        }
+                        Err(e) => return Err(e.into()),
+                    };
                     entries.extend(
                         got.items
                             .iter()
@@ -142,7 +146,11 @@ impl Controller {
                             got.next_marker
                         }
                         Err(CloudError::Unsupported(_)) => None,
-                        Err(e) => return Err(stale_marker(e, had_marker)),
+                        Err(e) if stale_marker(&e, had_marker) => {
+                            marker = None;
+                            continue;
+                        }
+                        Err(e) => return Err(e.into()),
                     }
                 }
             };
@@ -179,19 +187,4 @@ impl Controller {
             next_token: None,
         })
     }
-}
-
-fn stale_marker(e: CloudError, had_marker: bool) -> Error {
-    if had_marker
-        && matches!(
-            e,
-            CloudError::BadRequest { .. } | CloudError::NotFound { .. }
-        )
-    {
-        return Error::Aborted(format!(
-            "starting_token no longer points into the listing ({e}); start again without a \
-             token"
-        ));
-    }
-    Error::Cloud(e)
 }

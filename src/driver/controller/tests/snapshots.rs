@@ -394,3 +394,32 @@ async fn get_snapshot() {
         Err(Error::InvalidArgument(_))
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_deleted_marker_snapshot_restarts_the_listing() {
+    let e = env();
+    let v = e.create("a", 1).await;
+    for i in 0..3 {
+        e.snapshot_ready(&format!("s{i}"), &v.id, &[]).await;
+    }
+    let page = e
+        .ctl
+        .list_snapshots(ListSnapshots {
+            max_entries: 1,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let gone = page.entries[0].id.clone();
+    e.ctl.delete_snapshot(delete_req(&gone)).await.unwrap();
+    let rest = e
+        .ctl
+        .list_snapshots(ListSnapshots {
+            starting_token: page.next_token,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(rest.entries.len(), 2);
+    assert!(rest.entries.iter().all(|s| s.id != gone));
+}
