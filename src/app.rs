@@ -1,13 +1,15 @@
 //! Wiring: turn the command line and config into adapters, services and a running server.
 //! Everything is built here and passed down as `Arc`s; nothing is global.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tonic::transport::Server;
 
 use crate::cli::{Backend, ServeArgs};
-use crate::cloud::Clouds;
+use crate::cloud::{Clouds, MigrationPolicy};
+use crate::config::{self, CloudConfig, GlobalConfig};
 use crate::csi::controller::ControllerService;
 use crate::csi::identity::IdentityService;
 use crate::csi::node::NodeService;
@@ -16,6 +18,8 @@ use crate::csi::pb::identity_server::IdentityServer;
 use crate::csi::pb::node_server::NodeServer;
 use crate::driver::controller::{Controller, ControllerOptions};
 use crate::driver::probe::{CloudReadiness, Readiness};
+use crate::metadata::{self, Metadata};
+use crate::metrics::Metrics;
 use crate::server::{self, Endpoint, Listener, RpcSpanLayer};
 
 /// Startup failures. `Config` exits with status 64 (EX_USAGE) before anything binds.
@@ -41,6 +45,13 @@ pub struct Plan {
     pub endpoint: Endpoint,
     pub controller: bool,
     pub node: bool,
+    /// Everything read from `--cloud-config`.
+    pub config: CloudConfig,
+    /// The `[Global]` sections the controller serves (OpenStack backend only), validated.
+    pub clouds: BTreeMap<String, GlobalConfig>,
+    /// Node mode: who this node is (`--node-id`, else `[Metadata] search-order`); for the node
+    /// service. Built without I/O; the first lookup happens at NodeGetInfo.
+    pub metadata: Option<Arc<dyn Metadata>>,
 }
 
 /// Check everything that can be checked without side effects.
@@ -63,51 +74,122 @@ pub fn plan(args: &ServeArgs) -> Result<Plan, AppError> {
             args.kubelet_dir.display()
         )));
     }
+    let openstack_controller = controller && args.backend == crate::cli::Backend::Openstack;
+    // The controller needs credentials, so every file must exist; a node tolerates a
+    // missing file (it needs only [BlockStorage] and [Metadata]), as upstream does.
+    let config = if openstack_controller {
+        if args.cloud_config.is_empty() {
+            return Err(AppError::Config(
+                "the OpenStack controller needs --cloud-config PATH (cloud.conf with [Global] credentials)"
+                    .into(),
+            ));
+        }
+        config::load(&args.cloud_config)
+    } else {
+        config::load_optional(&args.cloud_config)
+    }
+    .map_err(|e| AppError::Config(e.to_string()))?;
+    let clouds = if openstack_controller {
+        config
+            .resolve_clouds(&args.cloud_name, &config::ProcessEnv)
+            .map_err(|e| AppError::Config(e.to_string()))?
+    } else {
+        BTreeMap::new()
+    };
+    let metadata = if node {
+        let options = metadata_options(args, &config.metadata);
+        Some(metadata::from_options(options).map_err(|e| AppError::Config(e.detail().into()))?)
+    } else {
+        None
+    };
     Ok(Plan {
         endpoint,
         controller,
         node,
+        config,
+        clouds,
+        metadata,
     })
 }
 
-/// The clouds the controller serves, from the chosen backend. This is the seam the cloud
-/// adapters plug into (`cloud::openstack` from cloud.conf `[Global]`/`[Global "name"]`
-/// sections, `cloud::local` from `--local-dir`); until one is built for a backend, serving a
-/// controller on it is a configuration error (exit 64) that names what is missing.
-pub fn build_clouds(args: &ServeArgs) -> Result<Clouds, AppError> {
-    let missing = match args.backend {
-        Backend::Openstack => "the OpenStack adapter (src/cloud/openstack/)",
-        Backend::Local => "the local adapter (src/cloud/local/)",
+/// Flags win over `[Metadata]`: `--node-id` skips the lookup, `--metadata-url` replaces the URL.
+pub fn metadata_options(
+    args: &ServeArgs,
+    cfg: &config::MetadataConfig,
+) -> metadata::MetadataOptions {
+    let search_order = cfg
+        .search_order
+        .iter()
+        .map(|s| match s {
+            config::MetadataSource::ConfigDrive => metadata::Source::ConfigDrive,
+            config::MetadataSource::MetadataService => metadata::Source::MetadataService,
+        })
+        .collect();
+    metadata::MetadataOptions {
+        node_id: args.node_id.clone(),
+        search_order,
+        metadata_url: args
+            .metadata_url
+            .clone()
+            .unwrap_or_else(|| cfg.metadata_url.clone()),
+        timeouts: metadata::Timeouts {
+            request: cfg.request_timeout,
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// The clouds the controller serves, from the chosen backend and the validated `[Global]`
+/// sections in `plan.clouds`. This is the seam the cloud adapters plug into
+/// (`cloud::openstack` builds one `Cloud` per section, `cloud::local` one from
+/// `--local-dir`); until one is built for a backend, serving a controller on it is a
+/// configuration error (exit 64) that names what is missing.
+pub fn build_clouds(args: &ServeArgs, plan: &Plan) -> Result<Clouds, AppError> {
+    let (flag, missing) = match args.backend {
+        Backend::Openstack => ("openstack", "the OpenStack adapter (src/cloud/openstack/)"),
+        Backend::Local => ("local", "the local adapter (src/cloud/local/)"),
     };
     Err(AppError::Config(format!(
-        "--backend {}: {missing} is not part of this build yet, so the controller service \
-         cannot run on it; serve the node only (--mode node)",
-        match args.backend {
-            Backend::Openstack => "openstack",
-            Backend::Local => "local",
-        }
+        "--backend {flag}: {missing} is not part of this build yet, so the controller service \
+         cannot run on it ({} cloud section(s) configured); serve the node only (--mode node)",
+        plan.clouds.len()
     )))
 }
 
-/// Controller behaviour from the flags. The `[BlockStorage]` options (ignore-volume-az,
-/// cascade-delete, list-cluster-volumes-only, retype-migration-policy) join here once
-/// cloud.conf is loaded at startup.
-pub fn controller_options(args: &ServeArgs) -> ControllerOptions {
+/// Controller behaviour from the flags and cloud.conf `[BlockStorage]`.
+pub fn controller_options(args: &ServeArgs, bs: &config::BlockStorageConfig) -> ControllerOptions {
     ControllerOptions {
         cluster: args.cluster.clone(),
         with_topology: args.with_topology,
-        ..ControllerOptions::default()
+        ignore_volume_az: bs.ignore_volume_az,
+        cascade_delete: bs.cascade_delete,
+        list_cluster_volumes_only: bs.list_cluster_volumes_only,
+        retype_policy: match bs.retype_migration_policy {
+            config::RetypeMigrationPolicy::Never => MigrationPolicy::Never,
+            config::RetypeMigrationPolicy::OnDemand => MigrationPolicy::OnDemand,
+        },
     }
 }
 
 pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     let plan = plan(&args)?;
+    let http_addr = args
+        .http_endpoint
+        .as_deref()
+        .map(crate::http_endpoint::parse_addr)
+        .transpose()
+        .map_err(AppError::Config)?;
+    let metrics = Metrics::new();
     let mut readiness: Vec<Arc<dyn Readiness>> = Vec::new();
     // Built before anything binds: a bad backend or config exits 64 first.
     let controller = if plan.controller {
-        let clouds = build_clouds(&args)?;
+        let clouds = build_clouds(&args, &plan)?;
         readiness.push(CloudReadiness::new(clouds.clone()));
-        let core = Controller::new(clouds, controller_options(&args));
+        let core = Controller::new(
+            clouds,
+            controller_options(&args, &plan.config.block_storage),
+        );
         Some(ControllerServer::new(ControllerService::new(Arc::new(
             core,
         ))))
@@ -120,7 +202,7 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
         vendor_version: crate::version::vendor_version(),
         controller: plan.controller,
         topology: args.with_topology,
-        readiness,
+        readiness: readiness.clone(),
     };
 
     let listener = Listener::bind(&plan.endpoint)
@@ -134,8 +216,18 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
         version = %crate::version::vendor_version(),
         "serving CSI"
     );
+    if let Some(addr) = http_addr {
+        let state = Arc::new(crate::http_endpoint::HttpState {
+            metrics: metrics.clone(),
+            readiness,
+        });
+        let bound = crate::http_endpoint::spawn(addr, state)
+            .await
+            .map_err(AppError::Runtime)?;
+        tracing::info!(address = %bound, "serving /metrics and /healthz");
+    }
     let router = Server::builder()
-        .layer(RpcSpanLayer)
+        .layer(RpcSpanLayer::new(metrics))
         .add_service(IdentityServer::new(identity))
         .add_optional_service(controller)
         .add_optional_service(plan.node.then(|| NodeServer::new(NodeService)));
@@ -160,6 +252,17 @@ mod tests {
         crate::cli::Cli::try_parse_from(v).unwrap().serve
     }
 
+    fn controller_plan() -> Plan {
+        Plan {
+            endpoint: Endpoint::parse("unix:///tmp/csi.sock").unwrap(),
+            controller: true,
+            node: false,
+            config: CloudConfig::default(),
+            clouds: BTreeMap::new(),
+            metadata: None,
+        }
+    }
+
     #[test]
     fn controller_without_an_adapter_is_a_config_error_naming_it() {
         for (backend, name) in [
@@ -167,7 +270,9 @@ mod tests {
             ("local", "local adapter"),
         ] {
             let a = args(&["--backend", backend, "--local-dir", "/tmp/x"]);
-            let err = build_clouds(&a).err().expect("no adapter yet");
+            let err = build_clouds(&a, &controller_plan())
+                .err()
+                .expect("no adapter yet");
             assert_eq!(err.exit_code(), 64);
             assert!(err.to_string().contains(name), "{err}");
         }
@@ -176,8 +281,20 @@ mod tests {
     #[test]
     fn options_from_flags() {
         let a = args(&["--cluster", "c1", "--with-topology=false"]);
-        let o = controller_options(&a);
+        let bs = config::BlockStorageConfig {
+            ignore_volume_az: true,
+            cascade_delete: true,
+            list_cluster_volumes_only: true,
+            retype_migration_policy: config::RetypeMigrationPolicy::OnDemand,
+            ..Default::default()
+        };
+        let o = controller_options(&a, &bs);
         assert_eq!(o.cluster, "c1");
         assert!(!o.with_topology);
+        assert!(o.ignore_volume_az && o.cascade_delete && o.list_cluster_volumes_only);
+        assert_eq!(o.retype_policy, MigrationPolicy::OnDemand);
+        let o = controller_options(&a, &config::BlockStorageConfig::default());
+        assert_eq!(o.retype_policy, MigrationPolicy::Never);
+        assert!(!o.cascade_delete);
     }
 }
