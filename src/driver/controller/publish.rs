@@ -57,7 +57,7 @@ impl Controller {
         for _ in 0..MAX_STATE_RETRIES {
             if v.attached_to(node).is_some() && v.status != VolumeStatus::Detaching {
                 // Already published here (CSI: "MUST reply 0 OK"), or on its way.
-                if v.status.is_transitional() {
+                if matches!(v.status, VolumeStatus::Attaching | VolumeStatus::Reserved) {
                     v = storage
                         .wait_volume(id, &VolumeWait::AttachedTo(node.to_string()), deadline)
                         .await

@@ -247,3 +247,19 @@ async fn unpublish_stuck_detaching_is_aborted() {
     e.ctl.unpublish_volume(req).await.unwrap();
     assert!(e.fake.volume(&v.id).unwrap().attachments.is_empty());
 }
+
+#[tokio::test(start_paused = true)]
+async fn published_volume_being_extended_online_is_still_published() {
+    let e = env();
+    let v = e.create("a", 1).await;
+    let ctx = e.publish(&v.id, "node-1").await.unwrap();
+    e.fake.set_volume_status(&v.id, VolumeStatus::Extending);
+    e.fake.reset_calls();
+    assert_eq!(e.publish(&v.id, "node-1").await.unwrap(), ctx);
+    assert_eq!(
+        e.fake.calls(Op::WaitVolume),
+        0,
+        "no need to wait for the extend"
+    );
+    assert_eq!(e.fake.calls(Op::AttachVolume), 0);
+}
