@@ -7,14 +7,17 @@ use crate::caps::Need;
 use crate::check::CaseResult;
 use crate::context::Ctx;
 
+mod capabilities;
 pub mod common;
 mod create;
+pub mod data;
+mod get_expand_modify;
 mod identity;
 mod list_snapshots;
-mod more;
 mod node_args;
 mod node_data;
 mod node_lifecycle;
+mod node_paths;
 mod publish;
 mod snapshots;
 mod volumes;
@@ -50,14 +53,15 @@ pub(crate) use case;
 /// Every case, in the order they run.
 pub fn all() -> Vec<Case> {
     let mut v = identity::cases();
-    v.extend(more::capability_cases());
+    v.extend(capabilities::cases());
     v.extend(create::cases());
     v.extend(volumes::cases());
     v.extend(publish::cases());
-    v.extend(more::cases());
+    v.extend(get_expand_modify::cases());
     v.extend(snapshots::cases());
     v.extend(list_snapshots::cases());
     v.extend(node_args::cases());
+    v.extend(node_paths::cases());
     v.extend(node_lifecycle::cases());
     v.extend(node_data::cases());
     v

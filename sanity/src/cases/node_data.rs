@@ -2,6 +2,7 @@
 //! what was written to the source before, checked by reading it back through the node.
 
 use super::common::*;
+use super::data::*;
 use super::{case, Case};
 use crate::caps::Need;
 use crate::check::{ok, CaseResult, Stop};

@@ -5,6 +5,7 @@
 use tonic::Code;
 
 use super::common::*;
+use super::data::*;
 use super::{case, Case};
 use crate::caps::Need;
 use crate::check::{code, ok, CaseResult, Stop};
