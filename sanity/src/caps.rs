@@ -24,8 +24,6 @@ pub enum Need {
     Node(NodeCap),
     /// A `--mutable-parameters` file was given.
     MutableParameters,
-    /// The plugin does NOT advertise this node capability (negative cases).
-    NotNode(NodeCap),
 }
 
 impl fmt::Display for Need {
@@ -35,7 +33,6 @@ impl fmt::Display for Need {
             Need::Ctrl(c) => write!(f, "controller capability {}", c.as_str_name()),
             Need::Node(c) => write!(f, "node capability {}", c.as_str_name()),
             Need::MutableParameters => write!(f, "--mutable-parameters"),
-            Need::NotNode(c) => write!(f, "no node capability {}", c.as_str_name()),
         }
     }
 }
@@ -146,7 +143,6 @@ impl Caps {
                     },
                 ),
                 Need::Node(cap) => (self.has_node(*cap), &self.node_error),
-                Need::NotNode(cap) => (!self.has_node(*cap), &self.node_error),
                 Need::MutableParameters => (self.has_mutable_parameters, &None),
             };
             if let Some(e) = err {
@@ -155,7 +151,6 @@ impl Caps {
             if !met {
                 return Err(Ok(match n {
                     Need::MutableParameters => "no --mutable-parameters file given".to_string(),
-                    Need::NotNode(_) => format!("only for drivers with {n}"),
                     _ => format!("the driver does not advertise {n}"),
                 }));
             }
