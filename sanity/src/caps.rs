@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 use std::fmt;
 
+use crate::check::describe;
 use crate::client::Clients;
 use crate::pb::controller_service_capability::rpc::Type as CtrlCap;
 use crate::pb::node_service_capability::rpc::Type as NodeCap;
@@ -79,7 +80,9 @@ impl Caps {
                     }
                 }
             }
-            Err(s) => c.plugin_error = Some(format!("GetPluginCapabilities failed: {s}")),
+            Err(s) => {
+                c.plugin_error = Some(format!("GetPluginCapabilities failed: {}", describe(&s)))
+            }
         }
         if c.controller_service {
             let mut ctl = clients.controller.clone();
@@ -94,7 +97,12 @@ impl Caps {
                         }
                     }
                 }
-                Err(s) => c.ctrl_error = Some(format!("ControllerGetCapabilities failed: {s}")),
+                Err(s) => {
+                    c.ctrl_error = Some(format!(
+                        "ControllerGetCapabilities failed: {}",
+                        describe(&s)
+                    ))
+                }
             }
         }
         let mut node = clients.node.clone();
@@ -109,7 +117,7 @@ impl Caps {
                     }
                 }
             }
-            Err(s) => c.node_error = Some(format!("NodeGetCapabilities failed: {s}")),
+            Err(s) => c.node_error = Some(format!("NodeGetCapabilities failed: {}", describe(&s))),
         }
         if let Ok(r) = node
             .node_get_info(req(NodeGetInfoRequest {}, timeout))
