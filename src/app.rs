@@ -9,7 +9,7 @@ use tonic::transport::Server;
 
 use crate::cli::{Backend, ServeArgs};
 use crate::cloud::local::{LocalCloud, LocalOptions};
-use crate::cloud::{Cloud, Clouds};
+use crate::cloud::{Cloud, Clouds, MigrationPolicy};
 use crate::config::{self, CloudConfig, GlobalConfig};
 use crate::csi::controller::ControllerService;
 use crate::csi::identity::IdentityService;
@@ -17,6 +17,7 @@ use crate::csi::node::NodeService;
 use crate::csi::pb::controller_server::ControllerServer;
 use crate::csi::pb::identity_server::IdentityServer;
 use crate::csi::pb::node_server::NodeServer;
+use crate::driver::controller::{Controller, ControllerOptions};
 use crate::driver::probe::{CloudReadiness, Readiness};
 use crate::metadata::{self, Metadata};
 use crate::metrics::Metrics;
@@ -132,48 +133,6 @@ pub fn local_node_id(args: &ServeArgs) -> String {
     })
 }
 
-/// Where the node looks for attached disks: `DIR/by-id` on the local backend (unless
-/// `--by-id-dir` was changed), else `--by-id-dir`.
-pub fn by_id_dir(args: &ServeArgs) -> std::path::PathBuf {
-    match (&args.backend, &args.local_dir) {
-        (Backend::Local, Some(dir))
-            if args.by_id_dir == std::path::Path::new("/dev/disk/by-id") =>
-        {
-            dir.join("by-id")
-        }
-        _ => args.by_id_dir.clone(),
-    }
-}
-
-/// The clouds the controller serves. Only the local backend is built so far; the OpenStack
-/// adapter plugs in here.
-pub async fn build_clouds(args: &ServeArgs) -> Result<Clouds, AppError> {
-    match args.backend {
-        Backend::Local => {
-            let dir = args
-                .local_dir
-                .clone()
-                .ok_or_else(|| AppError::Config("--backend local needs --local-dir DIR".into()))?;
-            let local = Arc::new(
-                LocalCloud::open(LocalOptions {
-                    dir,
-                    nodes: vec![local_node_id(args)],
-                })
-                .await
-                .map_err(|e| AppError::Runtime(format!("local backend: {e}")))?,
-            );
-            Ok(Clouds::new([Cloud {
-                name: String::new(),
-                storage: local.clone(),
-                compute: local,
-            }]))
-        }
-        Backend::Openstack => Err(AppError::Config(
-            "--backend openstack is not built yet".into(),
-        )),
-    }
-}
-
 /// Flags win over `[Metadata]`: `--node-id` skips the lookup, `--metadata-url` replaces the URL.
 pub fn metadata_options(
     args: &ServeArgs,
@@ -202,6 +161,57 @@ pub fn metadata_options(
     }
 }
 
+/// The clouds the controller serves, from the chosen backend and the validated `[Global]`
+/// sections in `plan.clouds`. This is the seam the cloud adapters plug into
+/// (`cloud::openstack` builds one `Cloud` per section, `cloud::local` one from
+/// `--local-dir`); until one is built for a backend, serving a controller on it is a
+/// configuration error (exit 64) that names what is missing.
+pub async fn build_clouds(args: &ServeArgs, plan: &Plan) -> Result<Clouds, AppError> {
+    match args.backend {
+        Backend::Local => {
+            let dir = args
+                .local_dir
+                .clone()
+                .ok_or_else(|| AppError::Config("--backend local needs --local-dir DIR".into()))?;
+            // Opening reconciles loop devices and links with the records (blocking pool).
+            let local = Arc::new(
+                LocalCloud::open(LocalOptions {
+                    dir,
+                    nodes: vec![local_node_id(args)],
+                })
+                .await
+                .map_err(|e| AppError::Runtime(format!("local backend: {e}")))?,
+            );
+            Ok(Clouds::new([Cloud {
+                name: String::new(),
+                storage: local.clone(),
+                compute: local,
+            }]))
+        }
+        Backend::Openstack => Err(AppError::Config(format!(
+            "--backend openstack: the OpenStack adapter (src/cloud/openstack/) is not part of \
+             this build yet, so the controller service cannot run on it ({} cloud section(s) \
+             configured); serve the node only (--mode node)",
+            plan.clouds.len()
+        ))),
+    }
+}
+
+/// Controller behaviour from the flags and cloud.conf `[BlockStorage]`.
+pub fn controller_options(args: &ServeArgs, bs: &config::BlockStorageConfig) -> ControllerOptions {
+    ControllerOptions {
+        cluster: args.cluster.clone(),
+        with_topology: args.with_topology,
+        ignore_volume_az: bs.ignore_volume_az,
+        cascade_delete: bs.cascade_delete,
+        list_cluster_volumes_only: bs.list_cluster_volumes_only,
+        retype_policy: match bs.retype_migration_policy {
+            config::RetypeMigrationPolicy::Never => MigrationPolicy::Never,
+            config::RetypeMigrationPolicy::OnDemand => MigrationPolicy::OnDemand,
+        },
+    }
+}
+
 pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     let plan = plan(&args)?;
     let http_addr = args
@@ -212,20 +222,28 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
         .map_err(AppError::Config)?;
     let metrics = Metrics::new();
     let mut readiness: Vec<Arc<dyn Readiness>> = Vec::new();
-    if args.backend == Backend::Local {
-        if plan.controller {
-            let clouds = build_clouds(&args).await?;
-            readiness.push(CloudReadiness::new(clouds));
-        }
-        if plan.node {
-            // A controller process sharing DIR learns this node from the registration.
-            let dir = args.local_dir.clone().unwrap_or_default();
-            let id = local_node_id(&args);
-            tokio::task::spawn_blocking(move || crate::cloud::local::register_node(&dir, &id))
-                .await
-                .map_err(|e| AppError::Runtime(e.to_string()))?
-                .map_err(|e| AppError::Runtime(format!("local backend: {e}")))?;
-        }
+    // Built before anything binds: a bad backend or config exits 64 first.
+    let controller = if plan.controller {
+        let clouds = build_clouds(&args, &plan).await?;
+        readiness.push(CloudReadiness::new(clouds.clone()));
+        let core = Controller::new(
+            clouds,
+            controller_options(&args, &plan.config.block_storage),
+        );
+        Some(ControllerServer::new(ControllerService::new(Arc::new(
+            core,
+        ))))
+    } else {
+        None
+    };
+    if args.backend == Backend::Local && plan.node {
+        // A controller process sharing DIR learns this node from the registration.
+        let dir = args.local_dir.clone().unwrap_or_default();
+        let id = local_node_id(&args);
+        tokio::task::spawn_blocking(move || crate::cloud::local::register_node(&dir, &id))
+            .await
+            .map_err(|e| AppError::Runtime(e.to_string()))?
+            .map_err(|e| AppError::Runtime(format!("local backend: {e}")))?;
     }
 
     let identity = IdentityService {
@@ -260,10 +278,7 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     let router = Server::builder()
         .layer(RpcSpanLayer::new(metrics))
         .add_service(IdentityServer::new(identity))
-        .add_optional_service(
-            plan.controller
-                .then(|| ControllerServer::new(ControllerService)),
-        )
+        .add_optional_service(controller)
         .add_optional_service(plan.node.then(|| NodeServer::new(NodeService)));
     server::serve(
         router,
@@ -273,4 +288,75 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     )
     .await
     .map_err(AppError::Runtime)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn args(extra: &[&str]) -> ServeArgs {
+        let mut v = vec!["cinder-csi"];
+        v.extend_from_slice(extra);
+        crate::cli::Cli::try_parse_from(v).unwrap().serve
+    }
+
+    fn controller_plan() -> Plan {
+        Plan {
+            endpoint: Endpoint::parse("unix:///tmp/csi.sock").unwrap(),
+            controller: true,
+            node: false,
+            config: CloudConfig::default(),
+            clouds: BTreeMap::new(),
+            metadata: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn controller_without_an_adapter_is_a_config_error_naming_it() {
+        let a = args(&["--backend", "openstack"]);
+        let err = build_clouds(&a, &controller_plan())
+            .await
+            .err()
+            .expect("no adapter yet");
+        assert_eq!(err.exit_code(), 64);
+        assert!(err.to_string().contains("OpenStack adapter"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn local_backend_builds_one_default_cloud() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display().to_string();
+        let a = args(&["--backend", "local", "--local-dir", &d, "--node-id", "n1"]);
+        let clouds = build_clouds(&a, &controller_plan()).await.unwrap();
+        let cloud = clouds.get("").expect("the default cloud");
+        assert_eq!(clouds.len(), 1);
+        assert_eq!(cloud.compute.get_server("n1").await.unwrap().id, "n1");
+        assert!(cloud
+            .compute
+            .get_server("n2")
+            .await
+            .unwrap_err()
+            .is_not_found());
+    }
+
+    #[test]
+    fn options_from_flags() {
+        let a = args(&["--cluster", "c1", "--with-topology=false"]);
+        let bs = config::BlockStorageConfig {
+            ignore_volume_az: true,
+            cascade_delete: true,
+            list_cluster_volumes_only: true,
+            retype_migration_policy: config::RetypeMigrationPolicy::OnDemand,
+            ..Default::default()
+        };
+        let o = controller_options(&a, &bs);
+        assert_eq!(o.cluster, "c1");
+        assert!(!o.with_topology);
+        assert!(o.ignore_volume_az && o.cascade_delete && o.list_cluster_volumes_only);
+        assert_eq!(o.retype_policy, MigrationPolicy::OnDemand);
+        let o = controller_options(&a, &config::BlockStorageConfig::default());
+        assert_eq!(o.retype_policy, MigrationPolicy::Never);
+        assert!(!o.cascade_delete);
+    }
 }
