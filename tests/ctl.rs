@@ -128,3 +128,70 @@ fn secrets_never_appear_in_output() {
     assert!(err.contains(":2:"), "names the line: {err}");
     assert!(!out.contains(secret) && !err.contains(secret));
 }
+
+/// The controller RPCs through `ctl` on the local backend, JSON parsed back.
+#[test]
+fn controller_round_trip() {
+    let d = start();
+    let ep = d.endpoint();
+    let json = |args: &[&str]| -> serde_json::Value {
+        let mut all = vec!["-o", "json"];
+        all.extend_from_slice(args);
+        let (code, out, err) = ctl(&ep, &all);
+        assert_eq!(code, 0, "ctl {args:?}: {err}");
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+    };
+    let v = json(&[
+        "create-volume",
+        "pvc-ctl",
+        "--size",
+        "1Gi",
+        "--fs-type",
+        "xfs",
+    ]);
+    let id = v["volume_id"].as_str().unwrap().to_string();
+    assert_eq!(v["capacity_bytes"], 1 << 30);
+    assert_eq!(v["capacity"], "1 GiB");
+
+    let list = json(&["list-volumes"]);
+    let ids: Vec<&str> = list["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["volume_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, vec![id.as_str()]);
+    let got = json(&["get-volume", &id]);
+    assert_eq!(got["volume"]["volume_id"], id.as_str());
+
+    let cap = json(&["get-capacity"]);
+    assert!(cap["available_capacity"].as_i64().unwrap() > 0);
+
+    let e = json(&["expand", &id, "--size", "2Gi"]);
+    assert_eq!(e["capacity_bytes"], 2_i64 << 30);
+
+    let s = json(&["create-snapshot", "snap-ctl", "--source", &id]);
+    let sid = s["snapshot_id"].as_str().unwrap().to_string();
+    assert_eq!(s["source_volume_id"], id.as_str());
+    assert!(s["creation_time"].as_str().unwrap().ends_with('Z'));
+    let ls = json(&["list-snapshots", "--source", &id]);
+    assert_eq!(ls["entries"][0]["snapshot_id"], sid.as_str());
+
+    // Text output reads as `key: value` lines.
+    let (code, out, _) = ctl(&ep, &["get-volume", &id]);
+    assert_eq!(code, 0);
+    assert!(out.contains(&format!("  volume_id: {id}")), "{out}");
+
+    // Deleting a volume with a snapshot is refused with its gRPC code; then it works.
+    let (code, _, err) = ctl(&ep, &["delete-volume", &id]);
+    assert_eq!(code, 1);
+    assert!(err.contains("DeleteVolume failed: "), "{err}");
+    assert_eq!(json(&["delete-snapshot", &sid]), serde_json::json!({}));
+    let (code, out, _) = ctl(&ep, &["delete-volume", &id]);
+    assert_eq!(code, 0);
+    assert_eq!(out.trim(), "ok");
+    assert!(json(&["list-volumes"])["entries"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+}

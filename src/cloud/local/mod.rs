@@ -166,7 +166,7 @@ impl LocalCloud {
             _lock: lock,
         });
         let report = inner.reconcile()?;
-        tracing::info!(dir = %inner.layout.root().display(), ?report, "local backend ready");
+        tracing::info!(dir = %inner.layout.root().display(), reconcile = %report, "local backend ready");
         Ok(Self { inner })
     }
 

@@ -41,6 +41,31 @@ pub struct ReconcileReport {
     pub links_removed: usize,
 }
 
+impl std::fmt::Display for ReconcileReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = [
+            (self.creates_completed, "interrupted creates completed"),
+            (self.creates_failed, "interrupted creates marked error"),
+            (self.deletes_finished, "interrupted deletes finished"),
+            (self.sizes_adopted, "extends adopted"),
+            (self.devices_kept, "loop devices kept"),
+            (self.devices_created, "loop devices re-created"),
+            (self.devices_released, "stray loop devices released"),
+            (self.links_written, "links written"),
+            (self.links_removed, "stale links removed"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+        if parts.is_empty() {
+            f.write_str("nothing to repair")
+        } else {
+            f.write_str(&parts.join(", "))
+        }
+    }
+}
+
 impl Inner {
     pub(super) fn reconcile(&self) -> CloudResult<ReconcileReport> {
         let _ops = self.lock_ops();
