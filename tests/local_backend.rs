@@ -863,3 +863,110 @@ async fn concurrent_calls_stay_consistent() {
         0
     );
 }
+
+/// Unmounts (lazily) on drop, before the state directory's guard unbinds the device.
+struct Mounted(PathBuf);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = nix::mount::umount2(&self.0, nix::mount::MntFlags::MNT_DETACH);
+    }
+}
+
+fn free_bytes(path: &Path) -> u64 {
+    let st = nix::sys::statvfs::statvfs(path).unwrap();
+    st.blocks_available() as u64 * st.fragment_size() as u64
+}
+
+/// With DIR on a filesystem that shares extents (xfs with reflink), snapshots and clones are
+/// reflinks: no data is copied, yet they are independent of their source.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_reflink_filesystem_copies_share_extents() {
+    let sd = StateDir::new();
+    let img = sd.path().join("xfs.img");
+    File::create(&img).unwrap().set_len(3 * GIB).unwrap();
+    let dev = LoopDevice::attach(&img).unwrap();
+    let mkfs = std::process::Command::new("mkfs.xfs")
+        .args(["-q", "-m", "reflink=1"])
+        .arg(dev.path())
+        .status()
+        .expect("mkfs.xfs (xfsprogs) is needed");
+    assert!(mkfs.success());
+    let mnt = sd.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    nix::mount::mount(
+        Some(&dev.path()),
+        &mnt,
+        Some("xfs"),
+        nix::mount::MsFlags::empty(),
+        None::<&str>,
+    )
+    .unwrap();
+    let _mounted = Mounted(mnt.clone());
+
+    // The copy primitive itself says it reflinked.
+    let a = mnt.join("a");
+    let f = File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&a)
+        .unwrap();
+    f.set_len(GIB).unwrap();
+    write_pattern(&f);
+    let b = File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(mnt.join("b"))
+        .unwrap();
+    let method = cinder_csi::cloud::local::copy::sparse_copy(&f, &b, GIB).unwrap();
+    assert_eq!(method, cinder_csi::cloud::local::copy::CopyMethod::Reflink);
+    check_pattern(&mnt.join("b"));
+
+    // Through the adapter: 128 MiB of data, snapshotted and cloned without using space.
+    let c = LocalCloud::open(LocalOptions {
+        dir: mnt.join("state"),
+        nodes: vec!["node-a".into()],
+    })
+    .await
+    .unwrap();
+    let v = c.create_volume(&vol("v", 1)).await.unwrap();
+    let vf = mnt.join("state/volumes").join(format!("{}.img", v.id));
+    let data = vec![0x5a_u8; 128 << 20];
+    let file = open_rw(&vf);
+    file.write_all_at(&data, 256 * MIB).unwrap();
+    file.sync_all().unwrap();
+    let before = free_bytes(&mnt);
+    let s = c
+        .create_snapshot(&NewSnapshot {
+            name: "s".into(),
+            volume_id: v.id.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let mut creq = vol("clone", 1);
+    creq.source = Some(VolumeSource::Volume(v.id.clone()));
+    let cl = c.create_volume(&creq).await.unwrap();
+    let used = before.saturating_sub(free_bytes(&mnt));
+    assert!(used < 16 * MIB, "two copies of 128 MiB used {used} bytes");
+    // Independent: overwriting the source changes neither copy.
+    file.write_all_at(&[1u8; 4096], 256 * MIB).unwrap();
+    file.sync_all().unwrap();
+    let mut buf = [0u8; 4096];
+    for copy in [
+        mnt.join("state/snapshots").join(format!("{}.img", s.id)),
+        mnt.join("state/volumes").join(format!("{}.img", cl.id)),
+    ] {
+        File::open(&copy)
+            .unwrap()
+            .read_exact_at(&mut buf, 256 * MIB)
+            .unwrap();
+        assert!(buf.iter().all(|&x| x == 0x5a), "{}", copy.display());
+    }
+    c.delete_volume(&cl.id, false).await.unwrap();
+    c.delete_volume(&v.id, true).await.unwrap();
+}
