@@ -4,7 +4,7 @@ use std::future::Future;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-const NAME_WIDTH: usize = 34;
+const NAME_WIDTH: usize = 36;
 
 pub struct Report {
     started: Instant,

@@ -347,7 +347,7 @@ impl Scenario<'_> {
         let what = if suffix.is_empty() {
             " (mkfs + mount)"
         } else {
-            " (restored: mount + grow)"
+            " (mount + grow)"
         };
         r.step(&format!("NodeStageVolume{what}"), async {
             c.node()
