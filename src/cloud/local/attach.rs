@@ -124,12 +124,18 @@ impl Inner {
         // reconcile removes because no attachment claims them.
         self.put_volume(rec)?;
         if last {
-            self.remove_link(volume_id)?;
-            let device = device_of(&removed.device)?;
+            // The record says detached now: the rest is best effort, and what fails here the
+            // startup reconcile removes (a link or device no attachment claims).
+            if let Err(e) = self.remove_link(volume_id) {
+                tracing::warn!(volume_id, error = %e, "cannot remove the by-id link");
+            }
             // Still open (a mount left behind)? The kernel unbinds at the last close.
-            if let Err(e) = device.detach() {
-                tracing::warn!(volume_id, device = %removed.device, error = %e,
-                    "cannot unbind the loop device; the next startup retries");
+            let unbound = device_of(&removed.device).and_then(|d| {
+                d.detach()
+                    .map_err(|e| io_error(format_args!("unbind {}", removed.device), e))
+            });
+            if let Err(e) = unbound {
+                tracing::warn!(volume_id, error = %e, "cannot unbind the loop device");
             }
         }
         tracing::info!(volume_id, server_id, "detached");
