@@ -3,6 +3,7 @@ children (uWSGI workers, privsep helpers, cinder-volume backend processes) and `
 exactly that group. The pid file also records the process start time so a stale file can never
 make us signal someone else's process after a pid is reused."""
 
+import json
 import os
 import signal
 import socket
@@ -50,6 +51,9 @@ def running(s):
 def start(s, name, cmd, env=None, cwd=None):
     if read_pid(s, name):
         raise ServiceError(f'ostack: {name} is already running (pid {read_pid(s, name)})')
+    # Where each log ends now, so a failure shows only what this start wrote.
+    marks = {rel: (s.log / rel).stat().st_size for rel in _logs(name) if (s.log / rel).exists()}
+    (s.run / f'{name}.logpos').write_text(json.dumps(marks))
     out = open(s.log / f'{name}.out', 'ab')
     full_env = dict(os.environ, PYTHONWARNINGS='ignore', **(env or {}))
     p = subprocess.Popen([str(c) for c in cmd], stdin=subprocess.DEVNULL, stdout=out,
@@ -61,6 +65,10 @@ def start(s, name, cmd, env=None, cwd=None):
 
 
 def _group_alive(pgid):
+    try:  # reap the leader if it is our child (down after a failed up): zombies count as alive
+        os.waitpid(pgid, os.WNOHANG)
+    except ChildProcessError:
+        pass
     try:
         os.killpg(pgid, 0)
         return True
@@ -116,13 +124,28 @@ LOGS = {
 }
 
 
+def _logs(name):
+    return [f'{name}.out'] + LOGS.get(name, [])
+
+
 def tail(s, name, lines=25):
+    """The last lines each log of `name` got since its latest start."""
+    try:
+        marks = json.loads((s.run / f'{name}.logpos').read_text())
+    except (OSError, ValueError):
+        marks = {}
     out = []
-    for rel in [f'{name}.out'] + LOGS.get(name, []):
+    for rel in _logs(name):
         f = s.log / rel
-        if f.exists() and f.stat().st_size:
-            text = f.read_text(errors='replace').splitlines()[-lines:]
+        if not f.exists():
+            continue
+        with open(f, 'rb') as fh:
+            fh.seek(marks.get(rel, 0))
+            text = fh.read().decode(errors='replace').splitlines()[-lines:]
+        if text:
             out.append(f'--- last {len(text)} lines of {f}:\n' + '\n'.join(text))
+        else:
+            out.append(f'--- {f}: nothing written since this start')
     return '\n'.join(out) or f'(no log for {name} in {s.log})'
 
 
@@ -140,7 +163,7 @@ def wait(s, name, check, timeout, what='to become ready', interval=0.25):
         except OSError:
             pass
         if pidfile(s, name).exists() and not read_pid(s, name):
-            fail(s, name, f'exited before {what.removeprefix("to ")}')
+            fail(s, name, f'exited while we waited for it {what}')
         if time.monotonic() > deadline:
             fail(s, name, f'did not {what.removeprefix("to ")} within {timeout:.0f} s')
         time.sleep(interval)

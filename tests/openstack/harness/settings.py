@@ -68,9 +68,9 @@ class Settings:
     def from_env(cls):
         state = Path(os.environ.get('OSTACK_STATE', '/var/tmp/cinder-csi-ostack')).resolve()
         venv = Path(os.environ.get('OSTACK_VENV', state / 'venv')).resolve()
-        nodes = int(os.environ.get('OSTACK_NODES', '2'))
+        nodes = int(os.environ.get('OSTACK_NODE_COUNT', '2'))
         if not 1 <= nodes <= 16:
-            raise SystemExit(f'ostack: OSTACK_NODES={nodes} must be between 1 and 16')
+            raise SystemExit(f'ostack: OSTACK_NODE_COUNT={nodes} must be between 1 and 16')
         return cls(state=state, venv=venv, nodes=nodes)
 
     @property
