@@ -35,7 +35,8 @@ finish() {
         echo "$left" >&2
         rc=1
     fi
-    printf 'openstack stage timings: %s\n' "$(IFS=';'; echo "${timings[*]}")"
+    echo "openstack stage timings:"
+    printf '  %s\n' "${timings[@]}"
     exit "$rc"
 }
 trap finish EXIT

@@ -59,13 +59,28 @@ impl Cloud {
 
     /// One REST call through `ostack api`; `None` on 404.
     pub fn api(&self, admin: bool, service: &str, method: &str, path: &str) -> Option<Value> {
+        self.api_body(admin, service, method, path, None)
+    }
+
+    /// [`Cloud::api`] with a JSON request body.
+    pub fn api_body(
+        &self,
+        admin: bool,
+        service: &str,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Option<Value> {
         let mut cmd = Command::new("python3");
         cmd.arg(self.var("OSTACK_BIN")).arg("api");
         if admin {
             cmd.arg("--admin");
         }
+        cmd.args([service, method, path]);
+        if let Some(b) = body {
+            cmd.arg(b.to_string());
+        }
         let out = cmd
-            .args([service, method, path])
             .env("OSTACK_STATE", self.var("OSTACK_STATE"))
             .output()
             .expect("run tests/openstack/ostack api");
