@@ -84,6 +84,14 @@ def _start_openstack(s, fresh, clock):
     procs.wait(s, 'nova-conductor', lambda: _conductor_consuming(s), 90, 'to consume its queue',
                interval=1.0)
     procs.start(s, 'nova-compute', _oslo(s, 'nova-compute', nova))
+    for zone in s.zones[1:]:
+        name = s.compute_service(zone)
+        procs.start(s, name, [s.bin('nova-compute'), '--config-file', nova, '--config-file',
+                              s.etc / 'nova' / f'{name}.conf', '--log-file', s.log / f'{name}.log'])
+
+
+def openstack_services(s):
+    return OPENSTACK + [s.compute_service(z) for z in s.zones[1:]]
 
 
 def _retry(fn, name, s, timeout=60):
@@ -109,7 +117,8 @@ def up(s):
     clock = Clock('up')
     alive = procs.running(s)
     if alive:
-        if set(alive) >= set(OPENSTACK + INFRA + ['hypervisor']) and s.env_file.exists():
+        if set(alive) >= set(openstack_services(s) + INFRA + ['hypervisor']) and \
+                s.env_file.exists():
             print(f'ostack up: already up ({len(alive)} daemons); env: {s.env_file}')
             return
         raise ServiceError('ostack: partly running (' + ', '.join(sorted(alive)) +
@@ -161,7 +170,9 @@ def down(s, quiet=False):
         return
     killed = procs.stop_many(s, ['hypervisor'], grace=20)
     clock.phase('hypervisor stopped (links and loop devices removed)')
-    killed += procs.stop_many(s, list(reversed(OPENSTACK)), grace=15)
+    # Every compute a previous `up` may have started, whatever OSTACK_NODE_COUNT is now.
+    computes = sorted(f.stem for f in s.run.glob('nova-compute-*.pid'))
+    killed += procs.stop_many(s, computes + list(reversed(OPENSTACK)), grace=15)
     clock.phase('OpenStack services stopped')
     killed += procs.stop_many(s, ['rabbitmq', 'mariadb'], grace=30)
     killed += procs.stop_many(s, ['epmd'], grace=5)
@@ -234,7 +245,7 @@ def _our_processes(s):
 
 def status(s):
     alive = procs.running(s)
-    want = INFRA[::-1] + OPENSTACK + ['hypervisor']
+    want = INFRA[::-1] + openstack_services(s) + ['hypervisor']
     print(f'state: {s.state}')
     for name in want:
         print(f'  {name:18s} {"pid " + str(alive[name]) if name in alive else "not running"}')

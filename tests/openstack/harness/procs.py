@@ -120,6 +120,7 @@ LOGS = {
     'cinder-volume': ['cinder-volume.log'], 'cinder-backup': ['cinder-backup.log'],
     'nova-api': ['nova-api.log'], 'nova-conductor': ['nova-conductor.log'],
     'nova-scheduler': ['nova-scheduler.log'], 'nova-compute': ['nova-compute.log'],
+    'nova-compute-az2': ['nova-compute-az2.log'],
     'hypervisor': ['hypervisor.log'],
 }
 

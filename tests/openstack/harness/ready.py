@@ -10,7 +10,6 @@ from .rest import admin
 from .settings import BACKENDS, CINDER_URL, NEUTRON_URL, NOVA_URL, PLACEMENT_URL
 
 CINDER_SERVICES = {'cinder-scheduler': 1, 'cinder-volume': len(BACKENDS), 'cinder-backup': 1}
-NOVA_SERVICES = {'nova-conductor': 1, 'nova-scheduler': 1, 'nova-compute': 1}
 
 
 def utc_now():
@@ -66,7 +65,8 @@ def wait_all(s, since, timeout=120.0):
 
     services(CINDER_URL, CINDER_SERVICES)
     procs.wait(s, 'nova-api', lambda: c.get(NOVA_URL + '/flavors') is not None, timeout)
-    services(NOVA_URL, NOVA_SERVICES)
+    computes = len(s.zones)
+    services(NOVA_URL, {'nova-conductor': 1, 'nova-scheduler': 1, 'nova-compute': computes})
     procs.wait(s, 'nova-compute',
-               lambda: len(c.get(NOVA_URL + '/os-hypervisors')['hypervisors']) > 0, timeout,
-               'to be mapped to cell1 (os-hypervisors)')
+               lambda: len(c.get(NOVA_URL + '/os-hypervisors')['hypervisors']) >= computes,
+               timeout, 'to be mapped to cell1 (os-hypervisors)')

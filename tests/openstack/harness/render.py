@@ -3,7 +3,7 @@ step with this code). Options and why they are needed: shared/reference/mini-ope
 
 import shutil
 
-from .settings import (BACKENDS, HERE, COMPUTE_HOST, HOST, KEYSTONE_URL, PORTS, RABBIT_PASS,
+from .settings import (BACKENDS, HERE, COMPUTE_HOST, COMPUTE_HOSTS, HOST, KEYSTONE_URL, PORTS, RABBIT_PASS,
                        RABBIT_USER, REGION)
 
 
@@ -153,6 +153,13 @@ def nova(s):
         ('cinder', _auth('cinder', 'os_region_name')),
         ('neutron', _auth('nova')),
     ]))
+    for zone in s.zones[1:]:
+        # One more compute host (own name and compute_id) for the servers in `zone`.
+        state = s.data / f'nova-{zone}'
+        (state / 'instances').mkdir(parents=True, exist_ok=True)
+        (d / f'nova-compute-{zone}.conf').write_text(_ini([('DEFAULT', {
+            'host': COMPUTE_HOSTS[zone], 'state_path': state,
+            'instances_path': state / 'instances'})]))
     _uwsgi(s, 'nova-api', PORTS['nova-api'], 'nova.wsgi.osapi_compute:application', 4,
            [f'env = OS_NOVA_CONFIG_DIR={d}',
             f'pyargv = --config-file {nova_conf(s)} --log-file {s.log / "nova-api.log"}'])

@@ -8,7 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .identity import project_id
 from .rest import admin, member
-from .settings import (CINDER_URL, FLAVOR, MEMBER, MULTIATTACH_TYPE, NOVA_URL, VOLUME_TYPE)
+from .settings import (CINDER_URL, COMPUTE_HOSTS, FLAVOR, MEMBER, MULTIATTACH_TYPE, NOVA_URL,
+                       VOLUME_TYPE)
 
 UNLIMITED_CINDER = ('volumes', 'snapshots', 'gigabytes', 'backups', 'backup_gigabytes',
                     'per_volume_gigabytes', 'groups')
@@ -48,20 +49,32 @@ def _delete_old_servers(c, names):
     return len(old)
 
 
-def _boot(name, flavor):
+def _zones(c, s):
+    """A host aggregate per extra zone, holding that zone's compute host."""
+    have = {a['name']: a for a in c.get(NOVA_URL + '/os-aggregates')['aggregates']}
+    for zone in s.zones[1:]:
+        agg = have.get(zone) or c.post(NOVA_URL + '/os-aggregates', {'aggregate': {
+            'name': zone, 'availability_zone': zone}})['aggregate']
+        if COMPUTE_HOSTS[zone] not in (agg.get('hosts') or []):
+            c.post(f'{NOVA_URL}/os-aggregates/{agg["id"]}/action',
+                   {'add_host': {'host': COMPUTE_HOSTS[zone]}})
+
+
+def _boot(name, zone, flavor):
     m = member()
     vol = m.post(CINDER_URL + '/volumes', {'volume': {
-        'size': 1, 'name': f'{name}-root', 'volume_type': VOLUME_TYPE,
+        'size': 1, 'name': f'{name}-root', 'volume_type': VOLUME_TYPE, 'availability_zone': zone,
         'description': f'root disk of test node {name}'}})['volume']
     m.wait_status(f'{CINDER_URL}/volumes/{vol["id"]}', 'volume', 'available')
     m.post(f'{CINDER_URL}/volumes/{vol["id"]}/action', {'os-set_bootable': {'bootable': True}})
     srv = m.post(NOVA_URL + '/servers', {'server': {
-        'name': name, 'flavorRef': flavor, 'networks': 'none',
+        'name': name, 'flavorRef': flavor, 'networks': 'none', 'availability_zone': zone,
         'block_device_mapping_v2': [{'boot_index': 0, 'uuid': vol['id'], 'source_type': 'volume',
                                      'destination_type': 'volume',
                                      'delete_on_termination': True}]}})['server']
     got = m.wait_status(f'{NOVA_URL}/servers/{srv["id"]}', 'server', 'ACTIVE', bad=('ERROR',),
                         timeout=120)
+    assert got['OS-EXT-AZ:availability_zone'] == zone, got
     return {'name': name, 'id': srv['id'], 'availability_zone': got['OS-EXT-AZ:availability_zone'],
             'root_volume': vol['id']}
 
@@ -78,11 +91,12 @@ def cloud(s):
     c.put(f'{CINDER_URL}/os-quota-sets/{pid}',
           {'quota_set': {k: -1 for k in UNLIMITED_CINDER}})
     c.put(f'{NOVA_URL}/os-quota-sets/{pid}', {'quota_set': {k: -1 for k in UNLIMITED_NOVA}})
-    names = [s.node_name(i) for i in range(s.nodes)]
+    _zones(c, s)
+    names = [(s.node_name(i), s.node_zone(i)) for i in range(s.nodes)]
     # Old servers of every possible node name, so a smaller OSTACK_NODES leaves none behind.
     old = _delete_old_servers(c, {s.node_name(i) for i in range(16)})
     with ThreadPoolExecutor(len(names)) as ex:
-        nodes = list(ex.map(lambda n: _boot(n, flavor), names))
+        nodes = list(ex.map(lambda nz: _boot(nz[0], nz[1], flavor), names))
     for n in nodes:
         n.update(project_id=pid, by_id_dir=str(s.by_id_dir(n['name'])),
                  metadata_url=s.metadata_url(n['name']))

@@ -48,6 +48,10 @@ VOLUME_TYPE = 'standard'
 MULTIATTACH_TYPE = 'multiattach'
 FLAVOR = 'm1.tiny'
 COMPUTE_HOST = 'ostack-local'
+# Nova compute hosts by availability zone: test node i runs in ZONES[i % 2], so with two or
+# more nodes the second one (and every other) is in az2, like the second Cinder backend.
+ZONES = ('nova', 'az2')
+COMPUTE_HOSTS = {'nova': COMPUTE_HOST, 'az2': 'ostack-az2'}
 
 
 def _python():
@@ -124,6 +128,18 @@ class Settings:
 
     def node_name(self, i):
         return f'node-{i + 1}'
+
+    def node_zone(self, i):
+        return ZONES[i % len(ZONES)]
+
+    @property
+    def zones(self):
+        """The Nova zones the test nodes use, in order."""
+        return list(dict.fromkeys(self.node_zone(i) for i in range(self.nodes)))
+
+    def compute_service(self, zone):
+        """Daemon name of the nova-compute serving `zone`."""
+        return 'nova-compute' if zone == 'nova' else f'nova-compute-{zone}'
 
     def by_id_dir(self, name):
         return self.nodes_dir / name / 'by-id'
