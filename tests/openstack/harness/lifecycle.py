@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 from . import bootstrap, identity, loops, outputs, procs, ready, render, seed
@@ -124,12 +125,12 @@ def up(s):
         raise ServiceError('ostack: partly running (' + ', '.join(sorted(alive)) +
                            '): run `ostack down` first')
     procs.check_ports_free(PORTS)
+    fresh = not (s.state / 'initialized').exists()
+    if fresh:  # never initialised, or an init that failed half-way: start from nothing
+        _wipe(s)
     s.mkdirs()
     render.write_all(s)
     s.env_file.unlink(missing_ok=True)
-    fresh = not (s.state / 'initialized').exists()
-    if fresh:
-        shutil.rmtree(s.mysql, ignore_errors=True)
     try:
         _start_infra(s, fresh)
         clock.phase('mariadb up' + (' (new data dir)' if fresh else ''))
@@ -149,9 +150,8 @@ def up(s):
         nodes = seed.cloud(s)
         clock.phase('seeded')
         procs.start(s, 'hypervisor', [sys.executable, HERE / 'hypervisor.py', s.state])
-        for n in nodes:
-            procs.wait(s, 'hypervisor', lambda: procs.port_open(PORTS['metadata']), 20,
-                       'to serve metadata')
+        procs.wait(s, 'hypervisor', lambda: _serves(nodes[0]['metadata_url']), 20,
+                   'to serve metadata')
         env = outputs.write_all(s, app_cred, nodes)
         clock.phase('test hypervisor + metadata service up')
     except BaseException:
@@ -259,9 +259,22 @@ def status(s):
     return 0 if ok else 3
 
 
-def purge(s):
-    down(s)
+def _wipe(s):
+    """Delete the cloud's state, keeping the virtualenv."""
     for p in s.state.iterdir() if s.state.exists() else []:
         if p != s.venv:
             shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+
+
+def _serves(url):
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+def purge(s):
+    down(s)
+    _wipe(s)
     print(f'ostack purge: removed the cloud state in {s.state} (kept {s.venv})')
