@@ -16,12 +16,13 @@ fi
 ostack=tests/openstack/ostack
 export OSTACK_STATE=${OSTACK_STATE:-/var/tmp/cinder-csi-ostack}
 timings=()
-phase() { # name command...
-    local name=$1 t=$SECONDS
+phase() { # name command...   (records its duration even when it fails)
+    local name=$1 t=$SECONDS rc=0
     shift
     echo "--> openstack: ${name}"
-    "$@"
-    timings+=("${name}: $((SECONDS - t)) s")
+    "$@" || rc=$?
+    timings+=("${name}: $((SECONDS - t)) s$( ((rc)) && echo " (failed, exit ${rc})")")
+    return "$rc"
 }
 finish() {
     local rc=$? t=$SECONDS
