@@ -21,7 +21,9 @@ phase() { # name command...   (records its duration even when it fails)
     shift
     echo "--> openstack: ${name}"
     "$@" || rc=$?
-    timings+=("${name}: $((SECONDS - t)) s$( ((rc)) && echo " (failed, exit ${rc})")")
+    local note=""
+    if ((rc)); then note=" (failed, exit ${rc})"; fi
+    timings+=("${name}: $((SECONDS - t)) s${note}")
     return "$rc"
 }
 finish() {
