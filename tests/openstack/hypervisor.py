@@ -48,6 +48,7 @@ class Hypervisor:
         self.state_dir = Path(state_dir)
         self.nodes = {n['id']: n for n in json.loads((self.state_dir / 'nodes.json').read_text())}
         self.record = self.state_dir / 'run' / 'hypervisor-state.json'
+        self.ready = self.state_dir / 'run' / 'hypervisor.ready'
         self.volumes_root = self.state_dir  # ownership test: backing file under the state dir
         # (node id, volume id) -> {'dev': /dev/loopN, 'file': path, 'link': path}
         self.attached = {}
@@ -136,11 +137,14 @@ class Hypervisor:
                          loops.size_bytes(rec['dev']))
 
     def run(self):
+        self.ready.unlink(missing_ok=True)
         self.adopt()
         failing = False
         while not self.stop.is_set():
             try:
                 self.reconcile()
+                if not self.ready.exists():  # `up` waits for the first full pass
+                    self.ready.touch()
                 if failing:
                     LOG.info('Cinder reachable again')
                 failing = False
@@ -151,6 +155,7 @@ class Hypervisor:
             self.stop.wait(POLL)
 
     def cleanup(self):
+        self.ready.unlink(missing_ok=True)
         for key in list(self.attached):
             self._detach(key)
         self.record.unlink(missing_ok=True)

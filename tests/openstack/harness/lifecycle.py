@@ -149,9 +149,14 @@ def up(s):
         app_cred = identity.app_credential(s)
         nodes = seed.cloud(s)
         clock.phase('seeded')
+        current = {n['name'] for n in nodes}
+        for d in s.nodes_dir.iterdir():  # nodes of an earlier, larger OSTACK_NODE_COUNT
+            if d.name not in current:
+                shutil.rmtree(d)
         procs.start(s, 'hypervisor', [sys.executable, HERE / 'hypervisor.py', s.state])
-        procs.wait(s, 'hypervisor', lambda: _serves(nodes[0]['metadata_url']), 20,
-                   'to serve metadata')
+        procs.wait(s, 'hypervisor', lambda: _serves(nodes[0]['metadata_url']) and
+                   (s.run / 'hypervisor.ready').exists(), 30,
+                   'to serve metadata and follow the attachments')
         env = outputs.write_all(s, app_cred, nodes)
         clock.phase('test hypervisor + metadata service up')
     except BaseException:

@@ -54,8 +54,6 @@ def _zones(c, s):
     host. Nova's scheduler maps a requested zone to these aggregates in Placement, which the
     API updates synchronously; without an explicit `nova` aggregate a server asking for the
     default zone could land on the az2 host before the scheduler's cache learns of az2."""
-    if len(s.zones) < 2:
-        return
     have = {a['name']: a for a in c.get(NOVA_URL + '/os-aggregates')['aggregates']}
     for zone in s.zones:
         agg = have.get(zone) or c.post(NOVA_URL + '/os-aggregates', {'aggregate': {
