@@ -3,6 +3,7 @@
 
 mod error;
 pub mod inflight;
+pub mod node;
 pub mod probe;
 pub mod types;
 
