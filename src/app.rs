@@ -13,7 +13,10 @@ use crate::csi::node::NodeService;
 use crate::csi::pb::controller_server::ControllerServer;
 use crate::csi::pb::identity_server::IdentityServer;
 use crate::csi::pb::node_server::NodeServer;
+use crate::driver::node::{NodeCore, NodeOptions, NodeReadiness, DEFAULT_MAX_VOLUMES_PER_NODE};
 use crate::driver::probe::Readiness;
+use crate::host::linux::LinuxHost;
+use crate::metadata::{InstanceMetadata, Metadata, StaticMetadata};
 use crate::server::{self, Endpoint, Listener, RpcSpanLayer};
 
 /// Startup failures. `Config` exits with status 64 (EX_USAGE) before anything binds.
@@ -61,6 +64,13 @@ pub fn plan(args: &ServeArgs) -> Result<Plan, AppError> {
             args.kubelet_dir.display()
         )));
     }
+    // METADATA ADAPTERS PLUG IN HERE: until the config-drive / metadata-service lookup lands,
+    // a node needs its identity on the command line.
+    if node && args.node_id.as_deref().is_none_or(str::is_empty) {
+        return Err(AppError::Config(
+            "node mode needs --node-id until metadata lookup lands".into(),
+        ));
+    }
     Ok(Plan {
         endpoint,
         controller,
@@ -70,7 +80,14 @@ pub fn plan(args: &ServeArgs) -> Result<Plan, AppError> {
 
 pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     let plan = plan(&args)?;
-    let readiness: Vec<Arc<dyn Readiness>> = Vec::new();
+    let mut readiness: Vec<Arc<dyn Readiness>> = Vec::new();
+    let node_service = if plan.node {
+        let core = node_core(&args);
+        readiness.push(Arc::new(NodeReadiness { core: core.clone() }));
+        Some(NodeServer::new(NodeService::new(core)))
+    } else {
+        None
+    };
 
     let identity = IdentityService {
         driver_name: args.driver_name.clone(),
@@ -98,7 +115,7 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
             plan.controller
                 .then(|| ControllerServer::new(ControllerService)),
         )
-        .add_optional_service(plan.node.then(|| NodeServer::new(NodeService)));
+        .add_optional_service(node_service);
     server::serve(
         router,
         listener,
@@ -107,4 +124,28 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     )
     .await
     .map_err(AppError::Runtime)
+}
+
+/// The node core with the Linux host. Disks are looked up under `--by-id-dir`, or under
+/// `<local-dir>/by-id` for the local backend (its attach makes `virtio-<id[:20]>` links there).
+fn node_core(args: &ServeArgs) -> Arc<NodeCore> {
+    let by_id = match (args.backend, &args.local_dir) {
+        (crate::cli::Backend::Local, Some(dir)) => dir.join("by-id"),
+        _ => args.by_id_dir.clone(),
+    };
+    // METADATA ADAPTERS PLUG IN HERE: `plan` guarantees --node-id for now.
+    let metadata: Arc<dyn Metadata> = Arc::new(StaticMetadata {
+        instance: InstanceMetadata {
+            uuid: args.node_id.clone().unwrap_or_default(),
+            availability_zone: None,
+        },
+    });
+    let opts = NodeOptions {
+        kubelet_dir: args.kubelet_dir.clone(),
+        // CLOUD.CONF PLUGS IN HERE: [BlockStorage] node-volume-attach-limit.
+        max_volumes_per_node: DEFAULT_MAX_VOLUMES_PER_NODE,
+        with_topology: args.with_topology,
+        additional_topology: args.additional_topology.clone(),
+    };
+    NodeCore::new(LinuxHost::host(by_id), metadata, opts)
 }
