@@ -375,7 +375,13 @@ impl Devices for FakeHost {
     fn size(&self, device: &Path) -> HostResult<u64> {
         let mut s = self.state();
         s.injected("size", device)?;
-        s.device_by_path(device)
+        // A block target bind-mounted from a device opens that device.
+        let bound = s
+            .entries
+            .get(device)
+            .and_then(|e| e.mounts.last())
+            .and_then(|m| m.device.clone());
+        s.device_by_path(bound.as_deref().unwrap_or(device))
             .map(|d| d.size)
             .ok_or_else(|| err("open", device, libc_errno::ENOENT))
     }

@@ -26,9 +26,9 @@ pub fn find(path: &Path) -> HostResult<Option<Entry>> {
     let want = real.to_string_lossy();
     Ok(text
         .lines()
+        .rev()
         .filter_map(parse_line)
-        .filter(|e| e.mount_point == want)
-        .last())
+        .find(|e| e.mount_point == want))
 }
 
 /// One line: `id parent maj:min root mount_point mount_opts [optional…] - fstype source super_opts`.
