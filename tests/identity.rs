@@ -94,3 +94,49 @@ async fn custom_driver_name_and_no_topology() {
         .capabilities;
     assert!(!services(&caps).contains(&service::Type::VolumeAccessibilityConstraints));
 }
+
+fn http_get(port: u16, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let code = text[9..12].parse().unwrap();
+    let body = text
+        .split("\r\n\r\n")
+        .nth(1)
+        .unwrap_or_default()
+        .to_string();
+    (code, body)
+}
+
+#[tokio::test]
+async fn http_endpoint_serves_health_and_rpc_metrics() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut args = node_args(tmp.path());
+    args.push(format!("--http-endpoint=127.0.0.1:{port}"));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let driver = Driver::start(&args);
+    let mut client = IdentityClient::new(driver.channel().await);
+    for _ in 0..3 {
+        client.probe(ProbeRequest {}).await.unwrap();
+    }
+    let (code, body) = http_get(port, "/healthz");
+    assert_eq!((code, body.trim()), (200, "ok"));
+    let (code, body) = http_get(port, "/metrics");
+    assert_eq!(code, 200);
+    assert!(
+        body.contains(r#"cinder_csi_rpc_requests_total{method="Probe",code="Ok"} 3"#),
+        "{body}"
+    );
+    assert_eq!(http_get(port, "/nope").0, 404);
+}

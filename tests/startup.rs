@@ -150,3 +150,41 @@ fn help_lists_the_flags_and_version_has_the_revision() {
         "{v}"
     );
 }
+
+#[test]
+fn cloud_config_errors_exit_64_naming_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("csi.sock");
+    let ep = format!("unix://{}", sock.display());
+    let conf = dir.path().join("cloud.conf");
+    std::fs::write(
+        &conf,
+        "[Global]\nauth-url = http://127.0.0.1:5000/v3\ntls-insecure = maybe\n",
+    )
+    .unwrap();
+    let conf_arg = format!("--cloud-config={}", conf.display());
+    let (code, stderr) = run(&["--endpoint", &ep, "--mode", "controller", &conf_arg]);
+    assert_eq!(code, Some(64), "{stderr}");
+    let want = format!("{}:3", conf.display());
+    assert!(
+        stderr.contains(&want) && stderr.contains("tls-insecure"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "one clear line: {stderr}");
+    assert!(!sock.exists());
+
+    let missing = format!("--cloud-config={}", dir.path().join("nope.conf").display());
+    let (code, stderr) = run(&["--endpoint", &ep, "--mode", "controller", &missing]);
+    assert_eq!(code, Some(64), "{stderr}");
+    assert!(stderr.contains("nope.conf"), "{stderr}");
+
+    let (code, stderr) = run(&["--endpoint", &ep, "--mode", "controller"]);
+    assert_eq!(code, Some(64), "{stderr}");
+    assert!(stderr.contains("--cloud-config"), "{stderr}");
+
+    std::fs::write(&conf, "[Global]\nusername = u\n").unwrap();
+    let (code, stderr) = run(&["--endpoint", &ep, "--mode", "controller", &conf_arg]);
+    assert_eq!(code, Some(64), "{stderr}");
+    assert!(stderr.contains("auth-url"), "{stderr}");
+    assert!(!sock.exists());
+}

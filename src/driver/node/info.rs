@@ -10,10 +10,6 @@ use crate::driver::probe::{NotReady, Readiness};
 use crate::driver::types::{Topology, ZONE_TOPOLOGY_KEY};
 use crate::metadata::{InstanceMetadata, MetadataError};
 
-/// `[BlockStorage] node-volume-attach-limit` when cloud.conf does not set it: the number of
-/// disks a Nova instance can take on the virtio bus in practice.
-pub const DEFAULT_MAX_VOLUMES_PER_NODE: i64 = 256;
-
 pub fn node_info(inst: &InstanceMetadata, opts: &NodeOptions) -> NodeInfo {
     let topology = opts.with_topology.then(|| {
         let mut t = Topology::new();

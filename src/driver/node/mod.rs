@@ -23,7 +23,7 @@ use crate::driver::{Error, InFlight, Result};
 use crate::host::Host;
 use crate::metadata::{InstanceMetadata, Metadata};
 
-pub use info::{sanitize_label_value, NodeReadiness, DEFAULT_MAX_VOLUMES_PER_NODE};
+pub use info::{sanitize_label_value, NodeReadiness};
 pub use params::Access;
 
 /// Node options from flags and cloud.conf.
@@ -31,7 +31,8 @@ pub use params::Access;
 pub struct NodeOptions {
     /// Staging and target paths must lie inside this directory (`--kubelet-dir`).
     pub kubelet_dir: PathBuf,
-    /// `[BlockStorage] node-volume-attach-limit`; reported as `max_volumes_per_node`.
+    /// `[BlockStorage] node-volume-attach-limit` (the config's default is 256); reported as
+    /// `max_volumes_per_node`.
     pub max_volumes_per_node: i64,
     /// Report the zone topology segment (`--with-topology`).
     pub with_topology: bool,
