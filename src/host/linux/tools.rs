@@ -57,9 +57,16 @@ pub fn run(tool: &str, args: &[String]) -> HostResult<Output> {
         .stderr(Stdio::piped())
         .output()
         .map_err(|e| HostError::io("exec", &program, e))?;
+    // One line for the gRPC message; e2fsprogs' version banner says nothing about the error.
+    let stderr = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with(&format!("{tool} 1.")))
+        .collect::<Vec<_>>()
+        .join("; ");
     Ok(Output {
         status: out.status.code(),
-        stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        stderr,
     })
 }
 
