@@ -299,6 +299,19 @@ async fn block_publish_is_the_device_and_writes_reach_it() {
         .unwrap()
         .into_inner();
     assert_eq!(stats.usage[0].total, 64 * MIB as i64);
+    // Block expand: rescan only, report the new size.
+    env.loops[0].grow(96 * MIB);
+    let resp = c
+        .node_expand_volume(NodeExpandVolumeRequest {
+            volume_id: "blockvol".into(),
+            volume_path: target.display().to_string(),
+            volume_capability: Some(block_cap()),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(resp.capacity_bytes, 96 * MIB as i64);
     unpublish_unstage(&mut c, &env, "blockvol").await;
     let l = &env.loops[0];
     assert_eq!(l.read_backing(3 * MIB, 13), b"block payload");
