@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use tonic::transport::Server;
 
-use crate::cli::ServeArgs;
+use crate::cli::{Backend, ServeArgs};
+use crate::cloud::{Clouds, MigrationPolicy};
 use crate::config::{self, CloudConfig, GlobalConfig};
 use crate::csi::controller::ControllerService;
 use crate::csi::identity::IdentityService;
@@ -15,8 +16,9 @@ use crate::csi::node::NodeService;
 use crate::csi::pb::controller_server::ControllerServer;
 use crate::csi::pb::identity_server::IdentityServer;
 use crate::csi::pb::node_server::NodeServer;
+use crate::driver::controller::{Controller, ControllerOptions};
+use crate::driver::probe::{CloudReadiness, Readiness};
 use crate::driver::node::{NodeCore, NodeOptions, NodeReadiness};
-use crate::driver::probe::Readiness;
 use crate::host::linux::LinuxHost;
 use crate::metadata::{self, Metadata};
 use crate::metrics::Metrics;
@@ -140,6 +142,38 @@ pub fn metadata_options(
     }
 }
 
+/// The clouds the controller serves, from the chosen backend and the validated `[Global]`
+/// sections in `plan.clouds`. This is the seam the cloud adapters plug into
+/// (`cloud::openstack` builds one `Cloud` per section, `cloud::local` one from
+/// `--local-dir`); until one is built for a backend, serving a controller on it is a
+/// configuration error (exit 64) that names what is missing.
+pub fn build_clouds(args: &ServeArgs, plan: &Plan) -> Result<Clouds, AppError> {
+    let (flag, missing) = match args.backend {
+        Backend::Openstack => ("openstack", "the OpenStack adapter (src/cloud/openstack/)"),
+        Backend::Local => ("local", "the local adapter (src/cloud/local/)"),
+    };
+    Err(AppError::Config(format!(
+        "--backend {flag}: {missing} is not part of this build yet, so the controller service \
+         cannot run on it ({} cloud section(s) configured); serve the node only (--mode node)",
+        plan.clouds.len()
+    )))
+}
+
+/// Controller behaviour from the flags and cloud.conf `[BlockStorage]`.
+pub fn controller_options(args: &ServeArgs, bs: &config::BlockStorageConfig) -> ControllerOptions {
+    ControllerOptions {
+        cluster: args.cluster.clone(),
+        with_topology: args.with_topology,
+        ignore_volume_az: bs.ignore_volume_az,
+        cascade_delete: bs.cascade_delete,
+        list_cluster_volumes_only: bs.list_cluster_volumes_only,
+        retype_policy: match bs.retype_migration_policy {
+            config::RetypeMigrationPolicy::Never => MigrationPolicy::Never,
+            config::RetypeMigrationPolicy::OnDemand => MigrationPolicy::OnDemand,
+        },
+    }
+}
+
 pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     let plan = plan(&args)?;
     let http_addr = args
@@ -150,6 +184,21 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
         .map_err(AppError::Config)?;
     let metrics = Metrics::new();
     let mut readiness: Vec<Arc<dyn Readiness>> = Vec::new();
+    // Built before anything binds: a bad backend or config exits 64 first.
+    let controller = if plan.controller {
+        let clouds = build_clouds(&args, &plan)?;
+        readiness.push(CloudReadiness::new(clouds.clone()));
+        let core = Controller::new(
+            clouds,
+            controller_options(&args, &plan.config.block_storage),
+        );
+        Some(ControllerServer::new(ControllerService::new(Arc::new(
+            core,
+        ))))
+    } else {
+        None
+    };
+
     let node_service = match (&plan.metadata, plan.node) {
         (Some(metadata), true) => {
             let core = node_core(&args, &plan.config, metadata.clone());
@@ -191,10 +240,7 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     let router = Server::builder()
         .layer(RpcSpanLayer::new(metrics))
         .add_service(IdentityServer::new(identity))
-        .add_optional_service(
-            plan.controller
-                .then(|| ControllerServer::new(ControllerService)),
-        )
+        .add_optional_service(controller)
         .add_optional_service(node_service);
     server::serve(
         router,
@@ -208,7 +254,11 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
 
 /// The node core on the Linux host. Disks are looked up under `--by-id-dir`, or under
 /// `<local-dir>/by-id` for the local backend (its attach makes `virtio-<id[:20]>` links there).
-fn node_core(args: &ServeArgs, config: &CloudConfig, metadata: Arc<dyn Metadata>) -> Arc<NodeCore> {
+fn node_core(
+    args: &ServeArgs,
+    config: &CloudConfig,
+    metadata: Arc<dyn Metadata>,
+) -> Arc<NodeCore> {
     let by_id = match (args.backend, &args.local_dir) {
         (crate::cli::Backend::Local, Some(dir)) => dir.join("by-id"),
         _ => args.by_id_dir.clone(),
@@ -220,4 +270,62 @@ fn node_core(args: &ServeArgs, config: &CloudConfig, metadata: Arc<dyn Metadata>
         additional_topology: args.additional_topology.clone(),
     };
     NodeCore::new(LinuxHost::host(by_id), metadata, opts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn args(extra: &[&str]) -> ServeArgs {
+        let mut v = vec!["cinder-csi"];
+        v.extend_from_slice(extra);
+        crate::cli::Cli::try_parse_from(v).unwrap().serve
+    }
+
+    fn controller_plan() -> Plan {
+        Plan {
+            endpoint: Endpoint::parse("unix:///tmp/csi.sock").unwrap(),
+            controller: true,
+            node: false,
+            config: CloudConfig::default(),
+            clouds: BTreeMap::new(),
+            metadata: None,
+        }
+    }
+
+    #[test]
+    fn controller_without_an_adapter_is_a_config_error_naming_it() {
+        for (backend, name) in [
+            ("openstack", "OpenStack adapter"),
+            ("local", "local adapter"),
+        ] {
+            let a = args(&["--backend", backend, "--local-dir", "/tmp/x"]);
+            let err = build_clouds(&a, &controller_plan())
+                .err()
+                .expect("no adapter yet");
+            assert_eq!(err.exit_code(), 64);
+            assert!(err.to_string().contains(name), "{err}");
+        }
+    }
+
+    #[test]
+    fn options_from_flags() {
+        let a = args(&["--cluster", "c1", "--with-topology=false"]);
+        let bs = config::BlockStorageConfig {
+            ignore_volume_az: true,
+            cascade_delete: true,
+            list_cluster_volumes_only: true,
+            retype_migration_policy: config::RetypeMigrationPolicy::OnDemand,
+            ..Default::default()
+        };
+        let o = controller_options(&a, &bs);
+        assert_eq!(o.cluster, "c1");
+        assert!(!o.with_topology);
+        assert!(o.ignore_volume_az && o.cascade_delete && o.list_cluster_volumes_only);
+        assert_eq!(o.retype_policy, MigrationPolicy::OnDemand);
+        let o = controller_options(&a, &config::BlockStorageConfig::default());
+        assert_eq!(o.retype_policy, MigrationPolicy::Never);
+        assert!(!o.cascade_delete);
+    }
 }
