@@ -17,8 +17,8 @@ use crate::csi::pb::controller_server::ControllerServer;
 use crate::csi::pb::identity_server::IdentityServer;
 use crate::csi::pb::node_server::NodeServer;
 use crate::driver::controller::{Controller, ControllerOptions};
-use crate::driver::probe::{CloudReadiness, Readiness};
 use crate::driver::node::{NodeCore, NodeOptions, NodeReadiness};
+use crate::driver::probe::{CloudReadiness, Readiness};
 use crate::host::linux::LinuxHost;
 use crate::metadata::{self, Metadata};
 use crate::metrics::Metrics;
@@ -254,11 +254,7 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
 
 /// The node core on the Linux host. Disks are looked up under `--by-id-dir`, or under
 /// `<local-dir>/by-id` for the local backend (its attach makes `virtio-<id[:20]>` links there).
-fn node_core(
-    args: &ServeArgs,
-    config: &CloudConfig,
-    metadata: Arc<dyn Metadata>,
-) -> Arc<NodeCore> {
+fn node_core(args: &ServeArgs, config: &CloudConfig, metadata: Arc<dyn Metadata>) -> Arc<NodeCore> {
     let by_id = match (args.backend, &args.local_dir) {
         (crate::cli::Backend::Local, Some(dir)) => dir.join("by-id"),
         _ => args.by_id_dir.clone(),
