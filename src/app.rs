@@ -18,7 +18,9 @@ use crate::csi::pb::controller_server::ControllerServer;
 use crate::csi::pb::identity_server::IdentityServer;
 use crate::csi::pb::node_server::NodeServer;
 use crate::driver::controller::{Controller, ControllerOptions};
+use crate::driver::node::{NodeCore, NodeOptions, NodeReadiness};
 use crate::driver::probe::{CloudReadiness, Readiness};
+use crate::host::linux::LinuxHost;
 use crate::metadata::{self, Metadata};
 use crate::metrics::Metrics;
 use crate::server::{self, Endpoint, Listener, RpcSpanLayer};
@@ -246,6 +248,15 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
             .map_err(|e| AppError::Runtime(format!("local backend: {e}")))?;
     }
 
+    let node_service = match (&plan.metadata, plan.node) {
+        (Some(metadata), true) => {
+            let core = node_core(&args, &plan.config, metadata.clone());
+            readiness.push(Arc::new(NodeReadiness { core: core.clone() }));
+            Some(NodeServer::new(NodeService::new(core)))
+        }
+        _ => None,
+    };
+
     let identity = IdentityService {
         driver_name: args.driver_name.clone(),
         vendor_version: crate::version::vendor_version(),
@@ -279,7 +290,7 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
         .layer(RpcSpanLayer::new(metrics))
         .add_service(IdentityServer::new(identity))
         .add_optional_service(controller)
-        .add_optional_service(plan.node.then(|| NodeServer::new(NodeService)));
+        .add_optional_service(node_service);
     server::serve(
         router,
         listener,
@@ -288,6 +299,22 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     )
     .await
     .map_err(AppError::Runtime)
+}
+
+/// The node core on the Linux host. Disks are looked up under `--by-id-dir`, or under
+/// `<local-dir>/by-id` for the local backend (its attach makes `virtio-<id[:20]>` links there).
+fn node_core(args: &ServeArgs, config: &CloudConfig, metadata: Arc<dyn Metadata>) -> Arc<NodeCore> {
+    let by_id = match (args.backend, &args.local_dir) {
+        (crate::cli::Backend::Local, Some(dir)) => dir.join("by-id"),
+        _ => args.by_id_dir.clone(),
+    };
+    let opts = NodeOptions {
+        kubelet_dir: args.kubelet_dir.clone(),
+        max_volumes_per_node: i64::from(config.block_storage.node_volume_attach_limit),
+        with_topology: args.with_topology,
+        additional_topology: args.additional_topology.clone(),
+    };
+    NodeCore::new(LinuxHost::host(by_id), metadata, opts)
 }
 
 #[cfg(test)]
