@@ -195,3 +195,77 @@ fn controller_round_trip() {
         .unwrap()
         .is_empty());
 }
+
+mod local_rig;
+
+/// The node RPCs (and publish/unpublish) through `ctl`, on real loop devices and mounts. The
+/// rig's guard unmounts and unbinds whatever a failure leaves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_round_trip() {
+    let mut rig = local_rig::Rig::new();
+    let _client = rig.start().await;
+    let ep = rig.endpoint();
+    let run = |args: Vec<String>| {
+        let (code, out, err) = ctl(&ep, &args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(code, 0, "ctl {args:?}: {err}");
+        out
+    };
+    let args = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+
+    let info: serde_json::Value = serde_json::from_str(&run(args("-o json node-info"))).unwrap();
+    assert_eq!(info["node_id"], local_rig::NODE);
+    let v: serde_json::Value = serde_json::from_str(&run(args(
+        "-o json create-volume pvc-node --size 1Gi --fs-type xfs",
+    )))
+    .unwrap();
+    let id = v["volume_id"].as_str().unwrap().to_string();
+    let staging = rig.staging(&id).display().to_string();
+    let target = rig.target("pod-ctl", &id).display().to_string();
+
+    let p: serde_json::Value = serde_json::from_str(&run(args(&format!(
+        "-o json publish {id} --node {} --fs-type xfs",
+        local_rig::NODE
+    ))))
+    .unwrap();
+    let device = p["publish_context"]["DevicePath"].as_str().unwrap_or("");
+    let mut stage = format!("stage {id} --staging-path {staging} --fs-type xfs");
+    if !device.is_empty() {
+        stage.push_str(&format!(" --publish-context DevicePath={device}"));
+    }
+    assert_eq!(run(args(&stage)).trim(), "ok");
+    run(args(&format!(
+        "node-publish {id} --staging-path {staging} --target-path {target} --fs-type xfs"
+    )));
+    std::fs::write(format!("{target}/f"), b"through ctl").unwrap();
+
+    let stats = run(args(&format!("stats {id} --volume-path {target}")));
+    assert!(stats.contains("unit: BYTES"), "{stats}");
+    assert!(stats.contains("used of"), "{stats}");
+
+    run(args(&format!("expand {id} --size 2Gi")));
+    let e: serde_json::Value = serde_json::from_str(&run(args(&format!(
+        "-o json node-expand {id} --volume-path {target} --staging-path {staging} --size 2Gi"
+    ))))
+    .unwrap();
+    assert!(e["capacity_bytes"].as_i64().unwrap() >= 0);
+    let s: serde_json::Value = serde_json::from_str(&run(args(&format!(
+        "-o json stats {id} --volume-path {target}"
+    ))))
+    .unwrap();
+    let total = s["usage"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["unit"] == "BYTES")
+        .unwrap()["total"]
+        .as_i64()
+        .unwrap();
+    assert!(total > 3 << 29, "filesystem not grown: {total}");
+
+    run(args(&format!("node-unpublish {id} --target-path {target}")));
+    run(args(&format!("unstage {id} --staging-path {staging}")));
+    run(args(&format!("unpublish {id} --node {}", local_rig::NODE)));
+    run(args(&format!("delete-volume {id}")));
+    assert!(rig.mounts().is_empty() && rig.loop_devices().is_empty());
+    assert!(rig.stop());
+}
