@@ -4,13 +4,13 @@
 # (create, attach, format, mount into a pod, write, snapshot, restore, expand online, detach,
 # delete) on the local backend, through its real gRPC socket, printing each step's latency.
 #
-#   sudo tests/quickstart.sh                 # xfs (grows online as plain root)
-#   sudo tests/quickstart.sh --fs-type btrfs
+#   tests/quickstart.sh                   # xfs (grows online as plain root)
+#   tests/quickstart.sh --fs-type btrfs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [[ $EUID -ne 0 ]]; then
-    echo "quickstart: needs root (loop devices, mkfs, mount): sudo $0 $*" >&2
+    echo "quickstart: needs root (loop devices, mkfs, mount); run it as root, e.g. sudo $0 $*" >&2
     exit 2
 fi
 if ! command -v cargo >/dev/null; then
