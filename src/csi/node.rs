@@ -88,7 +88,6 @@ impl Node for NodeService {
         &self,
         req: Request<NodePublishVolumeRequest>,
     ) -> Result<Response<NodePublishVolumeResponse>, Status> {
-        let deadline = convert::deadline(&req);
         let r = req.into_inner();
         record_volume(required(&r.volume_id, "volume_id")?);
         required(&r.target_path, "target_path")?;
@@ -100,7 +99,7 @@ impl Node for NodeService {
             capability,
             read_only: r.readonly,
         };
-        self.core.publish(req, deadline).await?;
+        self.core.publish(req).await?;
         Ok(Response::new(NodePublishVolumeResponse {}))
     }
 

@@ -14,7 +14,8 @@ pub fn code_of(err: &Error) -> Code {
         Error::VolumeNotFound { .. }
         | Error::SnapshotNotFound { .. }
         | Error::NodeNotFound { .. }
-        | Error::PathNotFound { .. } => Code::NotFound,
+        | Error::PathNotFound { .. }
+        | Error::VolumeNotAtPath { .. } => Code::NotFound,
         Error::AlreadyExists(_) => Code::AlreadyExists,
         Error::FailedPrecondition(_) => Code::FailedPrecondition,
         Error::OutOfRange(_) => Code::OutOfRange,
@@ -56,10 +57,11 @@ fn host_code(err: &HostError) -> Code {
         // has to change the deployment; retrying alone does not help.
         HostError::NotPermitted { .. } => Code::FailedPrecondition,
         HostError::Command { .. } => Code::Internal,
-        // The volume exists (the controller attached it) but its disk has not shown up on
-        // this node within the deadline: retryable, so Unavailable rather than NotFound,
-        // which the CSI spec reserves for a volume that does not exist.
-        HostError::DeviceNotFound { .. } => Code::Unavailable,
+        // No disk for the volume on this node after the bounded wait (node::DEVICE_WAIT): as
+        // far as this node can tell the volume does not exist here, which is the CSI spec's
+        // NotFound for NodeStage/NodePublish; the CO retries stage anyway, and the message
+        // says to check the attachment.
+        HostError::DeviceNotFound { .. } => Code::NotFound,
         HostError::Unsupported(_) => Code::FailedPrecondition,
     }
 }

@@ -20,6 +20,13 @@ pub enum Error {
     NodeNotFound { id: String },
     #[error("path {} not found", path.display())]
     PathNotFound { path: PathBuf },
+    /// Something is at `path`, but it is not volume `id` (NodeGetVolumeStats).
+    #[error("volume {id} is not staged or published at {}: {reason}", path.display())]
+    VolumeNotAtPath {
+        id: String,
+        path: PathBuf,
+        reason: String,
+    },
     #[error("{0}")]
     AlreadyExists(String),
     /// The request is valid but the system is not in a state to honour it.

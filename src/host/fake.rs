@@ -369,7 +369,12 @@ impl Devices for FakeHost {
             .ok_or_else(|| HostError::DeviceNotFound {
                 volume_id: volume_id.to_string(),
                 dir: PathBuf::from("/fake/by-id"),
+                waited: std::time::Duration::ZERO,
             })
+    }
+
+    fn lookup(&self, volume_id: &str) -> Option<PathBuf> {
+        self.state().devices.get(volume_id).map(|d| d.path.clone())
     }
 
     fn size(&self, device: &Path) -> HostResult<u64> {

@@ -12,7 +12,7 @@ pub mod fake;
 pub mod linux;
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 pub use types::*;
 
@@ -49,13 +49,35 @@ pub enum HostError {
         status: Option<i32>,
         stderr: String,
     },
-    #[error("no block device for volume {volume_id} appeared under {} in time", dir.display())]
-    DeviceNotFound { volume_id: String, dir: PathBuf },
+    /// No disk for the volume under the by-id directory, after waiting `waited` (zero for a
+    /// look without waiting).
+    #[error("{}", device_not_found(.volume_id, .dir, *.waited))]
+    DeviceNotFound {
+        volume_id: String,
+        dir: PathBuf,
+        waited: Duration,
+    },
     #[error("{0}")]
     Unsupported(String),
 }
 
 pub type HostResult<T> = Result<T, HostError>;
+
+/// What to check when a volume's disk is not there: Nova gives virtio disks the first 20
+/// characters of the volume id as serial, which is what udev names them by.
+fn device_not_found(volume_id: &str, dir: &Path, waited: Duration) -> String {
+    let serial: String = volume_id.chars().take(20).collect();
+    let waited = if waited.is_zero() {
+        String::new()
+    } else {
+        format!(" after waiting {:.1} s", waited.as_secs_f64())
+    };
+    format!(
+        "no disk with serial {serial} under {}{waited}: is volume {volume_id} attached to this \
+         node?",
+        dir.display()
+    )
+}
 
 impl HostError {
     pub fn io(op: &'static str, path: &Path, source: std::io::Error) -> Self {
@@ -123,6 +145,8 @@ pub trait Mounter: Send + Sync {
 pub trait Devices: Send + Sync {
     /// The block device of `volume_id`, waiting with backoff until `deadline`.
     fn find(&self, volume_id: &str, deadline: Instant) -> HostResult<PathBuf>;
+    /// The block device of `volume_id` if it is there now: one look, no wait, no rescan.
+    fn lookup(&self, volume_id: &str) -> Option<PathBuf>;
     /// Size in bytes (BLKGETSIZE64).
     fn size(&self, device: &Path) -> HostResult<u64>;
     /// Ask the kernel to re-read the device's size.

@@ -2,6 +2,7 @@
 //! host and metadata ports. Each RPC validates its input, takes the volume's in-flight guard,
 //! and runs all of its host work inside ONE `spawn_blocking` (the host traits are sync).
 
+mod block;
 mod info;
 pub mod params;
 mod publish;
@@ -14,6 +15,7 @@ mod tests;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
@@ -23,8 +25,21 @@ use crate::driver::{Error, InFlight, Result};
 use crate::host::Host;
 use crate::metadata::{InstanceMetadata, Metadata};
 
+pub use block::STAGED_DEVICE;
 pub use info::{sanitize_label_value, NodeReadiness};
 pub use params::Access;
+
+/// How long stage and expand wait for a volume's disk to appear under the by-id directory
+/// (less when the RPC deadline is nearer); then the answer is NotFound, saying to check the
+/// attachment. ControllerPublishVolume returns only once Cinder shows the volume attached, by
+/// when the guest has normally seen the disk within a second; 10 s covers a busy udev
+/// without holding the volume's guard (and kubelet's operation) for the whole RPC deadline.
+pub const DEVICE_WAIT: Duration = Duration::from_secs(10);
+
+/// The deadline of a wait for a disk: [`DEVICE_WAIT`] from now, or the RPC's if nearer.
+pub fn device_deadline(rpc_deadline: std::time::Instant) -> std::time::Instant {
+    rpc_deadline.min(std::time::Instant::now() + DEVICE_WAIT)
+}
 
 /// Node options from flags and cloud.conf.
 #[derive(Debug, Clone)]
@@ -72,7 +87,7 @@ pub struct UnstageRequest {
 
 pub struct PublishRequest {
     pub volume_id: String,
-    /// Empty when the CO sent none (then only block volumes can be published).
+    /// Empty when the CO sent none (FailedPrecondition: this plugin stages every volume).
     pub staging_path: String,
     pub target_path: String,
     pub capability: VolumeCapability,
@@ -190,7 +205,7 @@ impl NodeCore {
     pub async fn stage(&self, req: StageRequest, deadline: Instant) -> Result<()> {
         let plan = stage::StagePlan::new(req, &self.opts)?;
         let id = plan.volume_id.clone();
-        let deadline = deadline.into_std();
+        let deadline = device_deadline(deadline.into_std());
         self.run(&id, move |h| stage::stage(h, &plan, deadline))
             .await
     }
@@ -205,12 +220,12 @@ impl NodeCore {
         self.run(&id, move |h| stage::unstage(h, &path)).await
     }
 
-    pub async fn publish(&self, req: PublishRequest, deadline: Instant) -> Result<()> {
+    /// Publish never waits for a device (a staged volume's disk is there), so it takes no
+    /// deadline.
+    pub async fn publish(&self, req: PublishRequest) -> Result<()> {
         let plan = publish::PublishPlan::new(req, &self.opts)?;
         let id = plan.volume_id.clone();
-        let deadline = deadline.into_std();
-        self.run(&id, move |h| publish::publish(h, &plan, deadline))
-            .await
+        self.run(&id, move |h| publish::publish(h, &plan)).await
     }
 
     pub async fn unpublish(&self, req: UnpublishRequest) -> Result<()> {
@@ -222,10 +237,10 @@ impl NodeCore {
     /// Stats do not take the guard: they only read, and kubelet polls them while other
     /// operations may run.
     pub async fn stats(&self, req: StatsRequest) -> Result<VolumeStats> {
-        params::volume_id(&req.volume_id)?;
+        let id = params::volume_id(&req.volume_id)?;
         let path = params::kubelet_path("volume_path", &req.volume_path, &self.opts.kubelet_dir)?;
         let host = self.host.clone();
-        tokio::task::spawn_blocking(move || stats::stats(&host, &path))
+        tokio::task::spawn_blocking(move || stats::stats(&host, &id, &path))
             .await
             .map_err(|e| Error::internal(format!("node stats task failed: {e}")))?
     }
@@ -236,7 +251,7 @@ impl NodeCore {
         let path = params::kubelet_path("volume_path", &req.volume_path, &self.opts.kubelet_dir)?;
         let block = req.capability.as_ref().map(|c| c.access_type.is_block());
         let required = req.capacity.required_bytes;
-        let deadline = deadline.into_std();
+        let deadline = device_deadline(deadline.into_std());
         let vid = id.clone();
         self.run(&id, move |h| {
             stats::expand(h, &vid, &path, block, required, deadline)

@@ -1,18 +1,20 @@
 //! NodePublishVolume / NodeUnpublishVolume: the hot path. A publish is 2 statx + mkdir + one
-//! bind (+ one remount for read-only); an unpublish is statx + umount2 + statx + rmdir.
+//! bind (+ one remount for read-only); a block publish adds the by-id lookup and a statx of
+//! the staged device; an unpublish is statx + umount2 + statx + rmdir. Nothing waits.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::Duration;
 
+use super::block;
 use super::params::{self, Access};
 use super::stage::{block_device, unmount_broken, MAX_STACKED_MOUNTS};
 use super::{NodeOptions, PublishRequest};
 use crate::driver::{Error, Result};
-use crate::host::{FileKind, Host, PathState};
+use crate::host::{FileKind, Host, HostError, PathInfo, PathState};
 
 pub struct PublishPlan {
     pub volume_id: String,
-    pub staging: Option<PathBuf>,
+    pub staging: PathBuf,
     pub target: PathBuf,
     pub access: Access,
     pub read_only: bool,
@@ -23,21 +25,17 @@ impl PublishPlan {
         let volume_id = params::volume_id(&req.volume_id)?;
         let target = params::kubelet_path("target_path", &req.target_path, &opts.kubelet_dir)?;
         let access = params::access(&req.capability)?;
-        let staging = match (&access, req.staging_path.is_empty()) {
-            (Access::Mount { .. }, true) => {
-                return Err(Error::invalid(
-                    "staging_target_path is required: this plugin stages filesystem volumes \
-                     (STAGE_UNSTAGE_VOLUME)",
-                ))
-            }
-            (_, true) => None,
-            (_, false) => Some(params::kubelet_path(
-                "staging_target_path",
-                &req.staging_path,
-                &opts.kubelet_dir,
-            )?),
-        };
-        if staging.as_ref() == Some(&target) {
+        if req.staging_path.is_empty() {
+            // CSI error table: STAGE_UNSTAGE_VOLUME is advertised but no staging_target_path
+            // was set → FAILED_PRECONDITION.
+            return Err(Error::precondition(
+                "staging_target_path is required: this plugin stages volumes \
+                 (STAGE_UNSTAGE_VOLUME); call NodeStageVolume first and pass its path",
+            ));
+        }
+        let staging =
+            params::kubelet_path("staging_target_path", &req.staging_path, &opts.kubelet_dir)?;
+        if staging == target {
             return Err(Error::invalid(
                 "target_path and staging_target_path must differ",
             ));
@@ -52,15 +50,15 @@ impl PublishPlan {
     }
 }
 
-pub fn publish(host: &Host, p: &PublishPlan, deadline: Instant) -> Result<()> {
+pub fn publish(host: &Host, p: &PublishPlan) -> Result<()> {
     match &p.access {
         Access::Mount { .. } => publish_mount(host, p),
-        Access::Block => publish_block(host, p, deadline),
+        Access::Block => publish_block(host, p),
     }
 }
 
 fn publish_mount(host: &Host, p: &PublishPlan) -> Result<()> {
-    let staging = p.staging.as_deref().unwrap_or(Path::new(""));
+    let staging = p.staging.as_path();
     let staged = match host.mounter.inspect(staging)? {
         PathState::Present(info) if info.mount_root && info.kind == FileKind::Dir => info,
         _ => {
@@ -82,19 +80,7 @@ fn publish_mount(host: &Host, p: &PublishPlan) -> Result<()> {
                     target.display()
                 )));
             }
-            // Published before: same volume, check the read-only flag matches.
-            let ro = host.filesystems.usage(target)?.read_only;
-            if ro != p.read_only {
-                return Err(Error::AlreadyExists(format!(
-                    "volume {} is already published at {} {}; unpublish it before publishing \
-                     it {}",
-                    p.volume_id,
-                    target.display(),
-                    rw(ro),
-                    rw(p.read_only)
-                )));
-            }
-            return Ok(());
+            return same_read_only(host, p);
         }
         PathState::Present(t) if t.kind != FileKind::Dir => {
             return Err(Error::precondition(format!(
@@ -105,6 +91,22 @@ fn publish_mount(host: &Host, p: &PublishPlan) -> Result<()> {
         PathState::Present(_) => {}
     }
     host.mounter.bind(staging, target, p.read_only)?;
+    Ok(())
+}
+
+/// Published before: same volume, so the read-only flag must match (statvfs ST_RDONLY of the
+/// target, one syscall). CSI: published but incompatible → ALREADY_EXISTS.
+fn same_read_only(host: &Host, p: &PublishPlan) -> Result<()> {
+    let ro = host.filesystems.usage(&p.target)?.read_only;
+    if ro != p.read_only {
+        return Err(Error::AlreadyExists(format!(
+            "volume {} is already published at {} {}; unpublish it before publishing it {}",
+            p.volume_id,
+            p.target.display(),
+            rw(ro),
+            rw(p.read_only)
+        )));
+    }
     Ok(())
 }
 
@@ -124,16 +126,45 @@ fn broken(path: &Path, errno: i32) -> Error {
     ))
 }
 
-fn publish_block(host: &Host, p: &PublishPlan, deadline: Instant) -> Result<()> {
-    let device = host.devices.find(&p.volume_id, deadline)?;
+/// The volume's disk, which must be the device staged in `staging` (no waiting: a staged
+/// volume's disk is there).
+fn staged_device(host: &Host, p: &PublishPlan) -> Result<(PathBuf, PathInfo)> {
+    let device = host
+        .devices
+        .lookup(&p.volume_id)
+        .ok_or_else(|| HostError::DeviceNotFound {
+            volume_id: p.volume_id.clone(),
+            dir: host.devices.by_id_dir().to_path_buf(),
+            waited: Duration::ZERO,
+        })?;
     let dev = block_device(host, &device)?;
+    match block::staged(host, &p.staging)? {
+        None => Err(Error::precondition(format!(
+            "volume {} is not staged at {} for block access; call NodeStageVolume first",
+            p.volume_id,
+            p.staging.display()
+        ))),
+        Some(s) if s.rdev != dev.rdev => Err(Error::precondition(format!(
+            "staging path {} holds device {}, not volume {}'s disk {} ({})",
+            p.staging.display(),
+            s.rdev,
+            p.volume_id,
+            dev.rdev,
+            device.display()
+        ))),
+        Some(_) => Ok((device, dev)),
+    }
+}
+
+fn publish_block(host: &Host, p: &PublishPlan) -> Result<()> {
+    let (device, dev) = staged_device(host, p)?;
     let target = &p.target;
     match host.mounter.inspect(target)? {
         PathState::Missing => host.mounter.create_file(target)?,
         PathState::Broken { errno } => return Err(broken(target, errno)),
         PathState::Present(t) if t.mount_root => {
             return if t.kind == FileKind::Block && t.rdev == dev.rdev {
-                Ok(())
+                same_read_only(host, p)
             } else {
                 Err(Error::precondition(format!(
                     "target path {} already holds another mount; unpublish it first",

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use super::block;
 use super::params::{self, Access, StageContext};
 use super::{NodeOptions, StageRequest};
 use crate::driver::{Error, Result};
@@ -45,12 +46,12 @@ impl StagePlan {
     }
 }
 
-pub fn stage(host: &Host, p: &StagePlan, deadline: Instant) -> Result<()> {
-    let device = host.devices.find(&p.volume_id, deadline)?;
+/// `device_deadline` bounds the wait for the disk (see [`super::DEVICE_WAIT`]).
+pub fn stage(host: &Host, p: &StagePlan, device_deadline: Instant) -> Result<()> {
+    let device = host.devices.find(&p.volume_id, device_deadline)?;
     let dev = block_device(host, &device)?;
     match &p.access {
-        // Block volumes are not staged: publish binds the device node itself.
-        Access::Block => Ok(()),
+        Access::Block => block::stage(host, p, &device, &dev),
         Access::Mount { fs, flags } => stage_mount(host, p, *fs, flags, &device, &dev),
     }
 }
@@ -105,7 +106,7 @@ fn stage_mount(
                 staging.display()
             )))
         }
-        PathState::Present(_) => {}
+        PathState::Present(_) => block::refuse_if_staged(host, p, dev)?,
     }
 
     let fs = match host.filesystems.probe(device)? {
@@ -182,9 +183,9 @@ fn refuse(p: &StagePlan, device: &Path, what: &str) -> Error {
 }
 
 /// Whether the mount at `path` (info from statx) is the filesystem on `device`. ext4/xfs
-/// report the block device as st_dev; btrfs uses an anonymous device, so then the mount
-/// table is asked.
-fn same_device(
+/// report the block device as st_dev, so one comparison answers; btrfs uses an anonymous
+/// device (major 0), so only then is the mount table asked.
+pub fn same_device(
     host: &Host,
     path: &Path,
     info: &PathInfo,
@@ -193,6 +194,9 @@ fn same_device(
 ) -> Result<bool> {
     if info.dev == dev.rdev {
         return Ok(true);
+    }
+    if info.dev.major != 0 {
+        return Ok(false);
     }
     match host.mounter.mounted_device(path)? {
         Some(src) if src == device => Ok(true),
@@ -215,7 +219,10 @@ pub fn grow_mounted(host: &Host, device: &Path, mount_point: &Path) -> Result<()
     Ok(())
 }
 
-/// Unmount everything at `staging`, flush the device, remove the directory. Idempotent.
+/// Unmount everything at `staging` and flush the device; for block access undo the bind
+/// inside it. The directory stays: the CO created it and removes it ("The CO SHALL be
+/// responsible for creating the directory"; kubelet deletes it after NodeUnstageVolume).
+/// Idempotent.
 pub fn unstage(host: &Host, staging: &Path) -> Result<()> {
     for _ in 0..MAX_STACKED_MOUNTS {
         match host.mounter.inspect(staging)? {
@@ -233,10 +240,13 @@ pub fn unstage(host: &Host, staging: &Path) -> Result<()> {
                     }
                 }
             }
-            PathState::Present(_) => {
-                host.mounter.remove(staging)?;
-                return Ok(());
+            // Only once no filesystem is mounted on it is this the CO's directory, so only
+            // now can `<staging>/block` be ours rather than a file inside the volume.
+            PathState::Present(info) if info.kind == FileKind::Dir => {
+                return block::unstage(host, staging)
             }
+            // Not a directory: nothing this driver stages looks like that; leave it alone.
+            PathState::Present(_) => return Ok(()),
         }
     }
     Err(Error::precondition(format!(

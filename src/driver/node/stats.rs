@@ -1,20 +1,79 @@
 //! NodeGetVolumeStats (usage + VolumeCondition) and NodeExpandVolume.
 
-use std::path::Path;
-use std::time::Instant;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
-use super::{Condition, VolumeStats, VolumeUsage};
+use super::stage::{block_device, same_device};
+use super::{block, Condition, VolumeStats, VolumeUsage};
 use crate::driver::{Error, Result};
-use crate::host::{Content, FileKind, Host, PathState};
+use crate::host::{Content, FileKind, Host, HostError, PathInfo, PathState};
 
-pub fn stats(host: &Host, path: &Path) -> Result<VolumeStats> {
-    let info = match host.mounter.inspect(path)? {
-        PathState::Missing => {
+/// What is at a volume path.
+enum Found {
+    Missing,
+    /// The mount there does not answer (errno).
+    Broken(i32),
+    /// A mount root: the path itself, or for the staging directory of a block volume the
+    /// file inside it that the device is bound onto.
+    Mounted(PathBuf, PathInfo),
+    /// A file or directory with nothing mounted on it.
+    NotMounted,
+}
+
+fn look(host: &Host, path: &Path) -> Result<Found> {
+    Ok(match host.mounter.inspect(path)? {
+        PathState::Missing => Found::Missing,
+        PathState::Broken { errno } => Found::Broken(errno),
+        PathState::Present(info) if info.mount_root => Found::Mounted(path.to_path_buf(), info),
+        PathState::Present(info) if info.kind == FileKind::Dir => {
+            match block::staged(host, path)? {
+                Some(f) => Found::Mounted(block::staged_file(path), f),
+                None => Found::NotMounted,
+            }
+        }
+        PathState::Present(_) => Found::NotMounted,
+    })
+}
+
+/// CSI NodeGetVolumeStats: NOT_FOUND when the volume is not at the path. The mount's device
+/// (st_dev of a filesystem, st_rdev of a bound device node) must be the volume's disk, looked
+/// up without waiting; btrfs's anonymous st_dev falls back to the mount table.
+fn check_owner(host: &Host, volume_id: &str, path: &Path, info: &PathInfo) -> Result<()> {
+    let device = host
+        .devices
+        .lookup(volume_id)
+        .ok_or_else(|| HostError::DeviceNotFound {
+            volume_id: volume_id.to_string(),
+            dir: host.devices.by_id_dir().to_path_buf(),
+            waited: Duration::ZERO,
+        })?;
+    let dev = block_device(host, &device)?;
+    let (same, found) = match info.kind {
+        FileKind::Block => (info.rdev == dev.rdev, info.rdev),
+        _ => (same_device(host, path, info, &device, &dev)?, info.dev),
+    };
+    if same {
+        return Ok(());
+    }
+    Err(Error::VolumeNotAtPath {
+        id: volume_id.to_string(),
+        path: path.to_path_buf(),
+        reason: format!(
+            "it holds device {found}, and the volume's disk is {} ({})",
+            device.display(),
+            dev.rdev
+        ),
+    })
+}
+
+pub fn stats(host: &Host, volume_id: &str, path: &Path) -> Result<VolumeStats> {
+    let (mounted, info) = match look(host, path)? {
+        Found::Missing => {
             return Err(Error::PathNotFound {
                 path: path.to_path_buf(),
             })
         }
-        PathState::Broken { errno } => {
+        Found::Broken(errno) => {
             return Ok(VolumeStats {
                 usage: VolumeUsage::Unknown,
                 condition: Condition::abnormal(format!(
@@ -24,20 +83,22 @@ pub fn stats(host: &Host, path: &Path) -> Result<VolumeStats> {
                 )),
             })
         }
-        PathState::Present(info) => info,
+        Found::NotMounted => {
+            return Err(Error::VolumeNotAtPath {
+                id: volume_id.to_string(),
+                path: path.to_path_buf(),
+                reason: "nothing is mounted there".into(),
+            })
+        }
+        Found::Mounted(p, info) => (p, info),
     };
+    let path = mounted.as_path();
     let unknown = |msg: String| {
         Ok(VolumeStats {
             usage: VolumeUsage::Unknown,
             condition: Condition::abnormal(msg),
         })
     };
-    if !info.mount_root {
-        return unknown(format!(
-            "nothing is mounted at {}: the volume's mount is gone",
-            path.display()
-        ));
-    }
     match info.kind {
         FileKind::Block => {
             if !host.devices.exists(info.rdev) {
@@ -47,6 +108,7 @@ pub fn stats(host: &Host, path: &Path) -> Result<VolumeStats> {
                     path.display()
                 ));
             }
+            check_owner(host, volume_id, path, &info)?;
             let total_bytes = host.devices.size(path)?;
             Ok(VolumeStats {
                 usage: VolumeUsage::Block { total_bytes },
@@ -54,8 +116,12 @@ pub fn stats(host: &Host, path: &Path) -> Result<VolumeStats> {
             })
         }
         FileKind::Dir => {
+            let vanished = info.dev.major != 0 && !host.devices.exists(info.dev);
+            if !vanished {
+                check_owner(host, volume_id, path, &info)?;
+            }
             let usage = host.filesystems.usage(path)?;
-            let condition = if info.dev.major != 0 && !host.devices.exists(info.dev) {
+            let condition = if vanished {
                 Condition::abnormal(format!(
                     "block device {} under the filesystem at {} has vanished",
                     info.dev,
@@ -91,28 +157,29 @@ pub fn expand(
     required: u64,
     deadline: Instant,
 ) -> Result<u64> {
-    let info = match host.mounter.inspect(path)? {
-        PathState::Missing => {
+    let (mounted, info) = match look(host, path)? {
+        Found::Missing => {
             return Err(Error::PathNotFound {
                 path: path.to_path_buf(),
             })
         }
-        PathState::Broken { errno } => {
+        Found::Broken(errno) => {
             return Err(Error::precondition(format!(
                 "the mount at {} does not answer ({}); it cannot be grown",
                 path.display(),
                 std::io::Error::from_raw_os_error(errno)
             )))
         }
-        PathState::Present(info) => info,
+        Found::NotMounted => {
+            return Err(Error::precondition(format!(
+                "volume {volume_id} is not published or staged at {}",
+                path.display()
+            )))
+        }
+        Found::Mounted(p, info) => (p, info),
     };
+    let path = mounted.as_path();
     let block = block_hint.unwrap_or(info.kind == FileKind::Block) || info.kind == FileKind::Block;
-    if !info.mount_root {
-        return Err(Error::precondition(format!(
-            "volume {volume_id} is not published or staged at {}",
-            path.display()
-        )));
-    }
     let device = if block {
         host.devices.find(volume_id, deadline)?
     } else {

@@ -298,28 +298,18 @@ async fn publish_unpublish_cycle_is_idempotent() {
     let fake = FakeHost::new();
     fake.attach("v1", GIB, Content::Blank);
     let c = core(&fake);
-    let err = c
-        .publish(publish_req("v1", rw(), false), soon())
-        .await
-        .unwrap_err();
+    let err = c.publish(publish_req("v1", rw(), false)).await.unwrap_err();
     assert!(
         matches!(err, Error::FailedPrecondition(_)),
         "not staged: {err}"
     );
     c.stage(stage_req("v1", rw()), soon()).await.unwrap();
-    c.publish(publish_req("v1", rw(), false), soon())
-        .await
-        .unwrap();
-    c.publish(publish_req("v1", rw(), false), soon())
-        .await
-        .unwrap();
+    c.publish(publish_req("v1", rw(), false)).await.unwrap();
+    c.publish(publish_req("v1", rw(), false)).await.unwrap();
     let t = PathBuf::from(target("v1"));
     assert_eq!(fake.mount_depth(&t), 1);
     // Same target, now asked read-only: incompatible (CSI: ALREADY_EXISTS).
-    let err = c
-        .publish(publish_req("v1", rw(), true), soon())
-        .await
-        .unwrap_err();
+    let err = c.publish(publish_req("v1", rw(), true)).await.unwrap_err();
     assert!(matches!(err, Error::AlreadyExists(_)), "{err}");
     let unpub = || UnpublishRequest {
         volume_id: "v1".into(),
@@ -334,7 +324,9 @@ async fn publish_unpublish_cycle_is_idempotent() {
     };
     c.unstage(unstage()).await.unwrap();
     c.unstage(unstage()).await.unwrap();
-    assert!(!fake.exists(Path::new(&staging("v1"))));
+    // The staging directory belongs to the CO: unmounted, still there.
+    assert!(fake.exists(Path::new(&staging("v1"))));
+    assert_eq!(fake.mount_depth(Path::new(&staging("v1"))), 0);
     let calls = fake.calls();
     let umount = calls
         .iter()
@@ -350,13 +342,9 @@ async fn read_only_publish_remounts_read_only() {
     fake.attach("v1", GIB, Content::Blank);
     let c = core(&fake);
     c.stage(stage_req("v1", rw()), soon()).await.unwrap();
-    c.publish(publish_req("v1", rw(), true), soon())
-        .await
-        .unwrap();
+    c.publish(publish_req("v1", rw(), true)).await.unwrap();
     assert!(fake.is_read_only(Path::new(&target("v1"))));
-    c.publish(publish_req("v1", rw(), true), soon())
-        .await
-        .unwrap();
+    c.publish(publish_req("v1", rw(), true)).await.unwrap();
 }
 
 #[tokio::test]
@@ -367,12 +355,10 @@ async fn target_holding_another_volume_is_failed_precondition() {
     let c = core(&fake);
     c.stage(stage_req("v1", rw()), soon()).await.unwrap();
     c.stage(stage_req("v2", rw()), soon()).await.unwrap();
-    c.publish(publish_req("v1", rw(), false), soon())
-        .await
-        .unwrap();
+    c.publish(publish_req("v1", rw(), false)).await.unwrap();
     let mut r = publish_req("v2", rw(), false);
     r.target_path = target("v1");
-    let err = c.publish(r, soon()).await.unwrap_err();
+    let err = c.publish(r).await.unwrap_err();
     assert!(matches!(err, Error::FailedPrecondition(_)), "{err}");
 }
 
@@ -382,10 +368,13 @@ async fn block_publish_binds_the_device_onto_a_file() {
     let dev = fake.attach("b1", GIB, Content::Blank);
     let c = core(&fake);
     c.stage(stage_req("b1", block_cap()), soon()).await.unwrap();
-    c.publish(publish_req("b1", block_cap(), false), soon())
+    c.stage(stage_req("b1", block_cap()), soon()).await.unwrap();
+    let staged = PathBuf::from(staging("b1")).join(STAGED_DEVICE);
+    assert_eq!(fake.mount_depth(&staged), 1, "{:?}", fake.calls());
+    c.publish(publish_req("b1", block_cap(), false))
         .await
         .unwrap();
-    c.publish(publish_req("b1", block_cap(), false), soon())
+    c.publish(publish_req("b1", block_cap(), false))
         .await
         .unwrap();
     assert!(fake
@@ -407,7 +396,180 @@ async fn block_publish_binds_the_device_onto_a_file() {
     .await
     .unwrap();
     assert!(!fake.exists(Path::new(&target("b1"))));
+    let unstage = || UnstageRequest {
+        volume_id: "b1".into(),
+        staging_path: staging("b1"),
+    };
+    c.unstage(unstage()).await.unwrap();
+    c.unstage(unstage()).await.unwrap();
+    assert!(!fake.exists(&staged), "{:?}", fake.calls());
+    assert!(fake.exists(Path::new(&staging("b1"))));
+    let calls = fake.calls();
+    let flush = calls.iter().position(|c| c.starts_with("flush")).unwrap();
+    let umount = calls
+        .iter()
+        .position(|c| c.starts_with(&format!("unmount {}", staged.display())))
+        .unwrap();
+    assert!(flush < umount, "flushed through the bind: {calls:?}");
     assert_eq!(formats(&fake), 0, "block volumes are never formatted");
+}
+
+#[tokio::test]
+async fn restage_with_the_other_access_type_is_already_exists() {
+    let fake = FakeHost::new();
+    fake.attach("b1", GIB, Content::Blank);
+    fake.attach("m1", GIB, Content::Blank);
+    fake.attach("other", GIB, Content::Blank);
+    let c = core(&fake);
+    c.stage(stage_req("b1", block_cap()), soon()).await.unwrap();
+    c.stage(stage_req("m1", rw()), soon()).await.unwrap();
+    let before = fake.calls();
+    // Block-staged, asked to mount: never probed, never formatted.
+    let err = c.stage(stage_req("b1", rw()), soon()).await.unwrap_err();
+    assert!(matches!(err, Error::AlreadyExists(_)), "{err}");
+    assert!(err.to_string().contains("for block access"), "{err}");
+    // Mount-staged, asked for block.
+    let err = c
+        .stage(stage_req("m1", block_cap()), soon())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::AlreadyExists(_)), "{err}");
+    assert!(err.to_string().contains("mount access"), "{err}");
+    // Another volume's staging path, either way: FailedPrecondition.
+    for (from, cap) in [("b1", rw()), ("m1", block_cap()), ("b1", block_cap())] {
+        let mut r = stage_req("other", cap);
+        r.staging_path = staging(from);
+        let err = c.stage(r, soon()).await.unwrap_err();
+        assert!(matches!(err, Error::FailedPrecondition(_)), "{from}: {err}");
+    }
+    assert_eq!(fake.calls(), before, "the refusals changed something");
+    assert_eq!(formats(&fake), 1, "only m1 was formatted");
+}
+
+#[tokio::test]
+async fn publish_without_staging_path_is_failed_precondition() {
+    let fake = FakeHost::new();
+    fake.attach("v1", GIB, Content::Blank);
+    let c = core(&fake);
+    for cap in [rw(), block_cap()] {
+        c.stage(stage_req("v1", cap.clone()), soon()).await.unwrap();
+        let mut r = publish_req("v1", cap, false);
+        r.staging_path.clear();
+        let err = c.publish(r).await.unwrap_err();
+        assert!(matches!(err, Error::FailedPrecondition(_)), "{err}");
+        assert!(err.to_string().contains("staging_target_path"), "{err}");
+        c.unstage(UnstageRequest {
+            volume_id: "v1".into(),
+            staging_path: staging("v1"),
+        })
+        .await
+        .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn block_publish_checks_staging_device_and_read_only_flag() {
+    let fake = FakeHost::new();
+    fake.attach("b1", GIB, Content::Blank);
+    fake.attach("b2", GIB, Content::Blank);
+    let c = core(&fake);
+    // Unknown volume: NotFound at once (publish never waits for a disk).
+    let err = c
+        .publish(publish_req("nope", block_cap(), false))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Host(HostError::DeviceNotFound { .. })),
+        "{err}"
+    );
+    // Not staged.
+    let err = c
+        .publish(publish_req("b1", block_cap(), false))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::FailedPrecondition(_)), "{err}");
+    assert!(err.to_string().contains("not staged"), "{err}");
+    // Staged, but the staging path given holds another volume's device.
+    c.stage(stage_req("b1", block_cap()), soon()).await.unwrap();
+    c.stage(stage_req("b2", block_cap()), soon()).await.unwrap();
+    let mut r = publish_req("b1", block_cap(), false);
+    r.staging_path = staging("b2");
+    let err = c.publish(r).await.unwrap_err();
+    assert!(matches!(err, Error::FailedPrecondition(_)), "{err}");
+    // Published read-write; again read-only is incompatible.
+    c.publish(publish_req("b1", block_cap(), false))
+        .await
+        .unwrap();
+    let err = c
+        .publish(publish_req("b1", block_cap(), true))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::AlreadyExists(_)), "{err}");
+    c.unpublish(UnpublishRequest {
+        volume_id: "b1".into(),
+        target_path: target("b1"),
+    })
+    .await
+    .unwrap();
+    c.publish(publish_req("b1", block_cap(), true))
+        .await
+        .unwrap();
+    assert!(fake.is_read_only(Path::new(&target("b1"))));
+    c.publish(publish_req("b1", block_cap(), true))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn stats_verify_the_volume_is_at_the_path() {
+    let fake = FakeHost::new();
+    fake.attach("v1", GIB, Content::Blank);
+    fake.attach("v2", GIB, Content::Blank);
+    fake.attach("b1", 2 * GIB, Content::Blank);
+    let c = core(&fake);
+    c.stage(stage_req("v1", rw()), soon()).await.unwrap();
+    c.stage(stage_req("b1", block_cap()), soon()).await.unwrap();
+    c.publish(publish_req("b1", block_cap(), false))
+        .await
+        .unwrap();
+    let stats = |id: &str, path: String| {
+        c.stats(StatsRequest {
+            volume_id: id.into(),
+            volume_path: path,
+        })
+    };
+    // Another volume's staging mount, a block target and a block staging dir.
+    for path in [staging("v1"), target("b1"), staging("b1")] {
+        let err = stats("v2", path.clone()).await.unwrap_err();
+        assert!(
+            matches!(err, Error::VolumeNotAtPath { .. }),
+            "{path}: {err}"
+        );
+    }
+    // A volume with no disk here.
+    let err = stats("gone", staging("v1")).await.unwrap_err();
+    assert!(
+        matches!(err, Error::Host(HostError::DeviceNotFound { .. })),
+        "{err}"
+    );
+    // A directory with nothing mounted.
+    fake.host()
+        .mounter
+        .create_dir(Path::new(&format!("{KUBELET}/pods/p1/empty")))
+        .unwrap();
+    let err = stats("v1", format!("{KUBELET}/pods/p1/empty"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::VolumeNotAtPath { .. }), "{err}");
+    // The block volume's staging path reports the device size.
+    let st = stats("b1", staging("b1")).await.unwrap();
+    assert_eq!(
+        st.usage,
+        VolumeUsage::Block {
+            total_bytes: 2 * GIB
+        }
+    );
+    assert!(!st.condition.abnormal, "{st:?}");
 }
 
 #[tokio::test]
@@ -416,9 +578,7 @@ async fn broken_mount_is_cleaned_up_lazily_as_last_resort() {
     fake.attach("v1", GIB, Content::Blank);
     let c = core(&fake);
     c.stage(stage_req("v1", rw()), soon()).await.unwrap();
-    c.publish(publish_req("v1", rw(), false), soon())
-        .await
-        .unwrap();
+    c.publish(publish_req("v1", rw(), false)).await.unwrap();
     let t = PathBuf::from(target("v1"));
     fake.break_mount(&t, libc_errno::EIO);
     let st = c

@@ -61,8 +61,16 @@ pub fn candidates(volume_id: &str) -> Vec<String> {
     names
 }
 
+/// Whether `volume_id` can be part of a file name under the by-id directory.
+fn nameable(volume_id: &str) -> bool {
+    !volume_id.is_empty() && !volume_id.contains(['/', '\0'])
+}
+
 /// One look at the candidates: the resolved block device, if any.
 pub fn lookup(dir: &Path, volume_id: &str) -> Option<PathBuf> {
+    if !nameable(volume_id) {
+        return None;
+    }
     candidates(volume_id).into_iter().find_map(|name| {
         let dev = std::fs::canonicalize(dir.join(name)).ok()?;
         let meta = std::fs::metadata(&dev).ok()?;
@@ -71,7 +79,7 @@ pub fn lookup(dir: &Path, volume_id: &str) -> Option<PathBuf> {
 }
 
 pub fn find(dir: &Path, volume_id: &str, deadline: Instant) -> HostResult<PathBuf> {
-    if volume_id.is_empty() || volume_id.contains(['/', '\0']) {
+    if !nameable(volume_id) {
         return Err(HostError::Unsupported(format!(
             "volume id {volume_id:?} cannot name a device"
         )));
@@ -79,6 +87,7 @@ pub fn find(dir: &Path, volume_id: &str, deadline: Instant) -> HostResult<PathBu
     if let Some(dev) = lookup(dir, volume_id) {
         return Ok(dev);
     }
+    let started = Instant::now();
     let mut pause = BACKOFF_START;
     let mut rescanned = false;
     loop {
@@ -110,6 +119,7 @@ pub fn find(dir: &Path, volume_id: &str, deadline: Instant) -> HostResult<PathBu
     Err(HostError::DeviceNotFound {
         volume_id: volume_id.to_string(),
         dir: dir.to_path_buf(),
+        waited: started.elapsed(),
     })
 }
 
@@ -218,6 +228,15 @@ mod tests {
         )
         .unwrap_err();
         assert!(matches!(err, HostError::DeviceNotFound { .. }), "{err}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("no disk with serial nope under")
+                && msg.contains("after waiting")
+                && msg.contains("is volume nope attached to this node?"),
+            "{msg}"
+        );
+        assert_eq!(lookup(dir.path(), "nope"), None);
+        assert_eq!(lookup(dir.path(), "../x"), None);
         assert!(
             started.elapsed() < Duration::from_secs(5),
             "the deadline was not honoured"

@@ -74,6 +74,9 @@ impl Devices for LinuxHost {
     fn find(&self, volume_id: &str, deadline: Instant) -> HostResult<PathBuf> {
         devices::find(&self.by_id_dir, volume_id, deadline)
     }
+    fn lookup(&self, volume_id: &str) -> Option<PathBuf> {
+        devices::lookup(&self.by_id_dir, volume_id)
+    }
     fn size(&self, device: &Path) -> HostResult<u64> {
         devices::size(device)
     }

@@ -1,0 +1,150 @@
+//! Raw block volumes at the staging path: NodeStageVolume bind-mounts the device node onto a
+//! file inside the (CO-owned) staging directory, so the staging path shows what is staged.
+//! That lets a second stage with the other access type be refused instead of formatting a
+//! device that pods use raw, lets NodeGetVolumeStats answer at the staging path, and lets
+//! publish check that it binds the device that was staged.
+
+use std::path::{Path, PathBuf};
+
+use super::stage::{same_device, unmount_broken, StagePlan, MAX_STACKED_MOUNTS};
+use crate::driver::{Error, Result};
+use crate::host::{FileKind, Host, PathInfo, PathState};
+
+/// The file inside the staging directory that the device node is bound onto.
+pub const STAGED_DEVICE: &str = "block";
+
+pub fn staged_file(staging: &Path) -> PathBuf {
+    staging.join(STAGED_DEVICE)
+}
+
+/// The device staged for block access in `staging` (a plain directory), if any: one statx.
+pub fn staged(host: &Host, staging: &Path) -> Result<Option<PathInfo>> {
+    Ok(match host.mounter.inspect(&staged_file(staging))? {
+        PathState::Present(f) if f.mount_root && f.kind == FileKind::Block => Some(f),
+        _ => None,
+    })
+}
+
+/// Refuse to stage a filesystem in `staging` when a device is staged there for block access
+/// (CSI: staged with an incompatible capability → ALREADY_EXISTS). Mounting over it would
+/// hide the bind, and probing could end in formatting a device that pods use raw.
+pub fn refuse_if_staged(host: &Host, p: &StagePlan, dev: &PathInfo) -> Result<()> {
+    match staged(host, &p.staging)? {
+        None => Ok(()),
+        Some(f) if f.rdev == dev.rdev => Err(Error::AlreadyExists(format!(
+            "volume {} is staged at {} for block access; call NodeUnstageVolume before staging \
+             it with mount access",
+            p.volume_id,
+            p.staging.display()
+        ))),
+        Some(f) => Err(Error::precondition(format!(
+            "staging path {} already holds device {} for block access; volume {} was not staged",
+            p.staging.display(),
+            f.rdev,
+            p.volume_id
+        ))),
+    }
+}
+
+/// Stage for block access: bind `device` onto `<staging>/block`. Idempotent.
+pub fn stage(host: &Host, p: &StagePlan, device: &Path, dev: &PathInfo) -> Result<()> {
+    let staging = &p.staging;
+    match host.mounter.inspect(staging)? {
+        PathState::Missing => host.mounter.create_dir(staging)?,
+        PathState::Broken { errno } => {
+            return Err(Error::precondition(format!(
+                "staging path {} is a broken mount ({}); call NodeUnstageVolume to clean it up",
+                staging.display(),
+                std::io::Error::from_raw_os_error(errno)
+            )))
+        }
+        PathState::Present(info) if info.mount_root => {
+            return Err(if same_device(host, staging, &info, device, dev)? {
+                Error::AlreadyExists(format!(
+                    "volume {} is staged at {} with mount access (its filesystem is mounted \
+                     there); call NodeUnstageVolume before staging it for block access",
+                    p.volume_id,
+                    staging.display()
+                ))
+            } else {
+                Error::precondition(format!(
+                    "staging path {} already holds another device; volume {} was not staged",
+                    staging.display(),
+                    p.volume_id
+                ))
+            });
+        }
+        PathState::Present(info) if info.kind != FileKind::Dir => {
+            return Err(Error::precondition(format!(
+                "staging path {} exists and is not a directory",
+                staging.display()
+            )))
+        }
+        PathState::Present(_) => {}
+    }
+    let file = staged_file(staging);
+    match host.mounter.inspect(&file)? {
+        PathState::Missing => host.mounter.create_file(&file)?,
+        PathState::Present(f) if f.mount_root => {
+            // Staged before (CSI: repeated stage of the same volume succeeds).
+            return if f.kind == FileKind::Block && f.rdev == dev.rdev {
+                Ok(())
+            } else {
+                Err(Error::precondition(format!(
+                    "staging path {} already holds another device ({} at {}); volume {} was \
+                     not staged",
+                    staging.display(),
+                    f.rdev,
+                    file.display(),
+                    p.volume_id
+                )))
+            };
+        }
+        PathState::Present(f) if f.kind == FileKind::File => {} // left by an interrupted stage
+        PathState::Present(_) | PathState::Broken { .. } => {
+            return Err(Error::precondition(format!(
+                "{} exists and is not a file this driver can bind the device onto; remove it",
+                file.display()
+            )))
+        }
+    }
+    if let Err(e) = host.mounter.bind(device, &file, p.read_only) {
+        let _ = host.mounter.remove(&file);
+        return Err(e.into());
+    }
+    Ok(())
+}
+
+/// Undo [`stage`] in the plain directory `staging`: flush the device, unmount the bind, remove
+/// the file. The directory itself stays (it belongs to the CO). Idempotent.
+pub fn unstage(host: &Host, staging: &Path) -> Result<()> {
+    let file = staged_file(staging);
+    for _ in 0..MAX_STACKED_MOUNTS {
+        match host.mounter.inspect(&file)? {
+            PathState::Missing => return Ok(()),
+            PathState::Broken { errno } => unmount_broken(host, &file, errno)?,
+            PathState::Present(f) if f.mount_root => {
+                // Pods wrote through the device's page cache: push it out before the
+                // controller detaches the disk. A device that is gone has nothing to flush.
+                if f.kind == FileKind::Block && host.devices.exists(f.rdev) {
+                    host.devices.flush(&file)?;
+                }
+                host.mounter.unmount(&file, false)?;
+            }
+            PathState::Present(f) if f.kind == FileKind::File => {
+                host.mounter.remove(&file)?;
+                return Ok(());
+            }
+            PathState::Present(_) => {
+                return Err(Error::precondition(format!(
+                    "{} is not a file this driver created; remove it by hand",
+                    file.display()
+                )))
+            }
+        }
+    }
+    Err(Error::precondition(format!(
+        "more than {MAX_STACKED_MOUNTS} mounts are stacked at {}; clean them up by hand",
+        file.display()
+    )))
+}
