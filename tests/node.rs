@@ -99,7 +99,8 @@ async fn stage_publish(c: &mut Client, env: &NodeEnv, id: &str, cap: VolumeCapab
     }
 }
 
-/// Unpublish and unstage, each twice (idempotency); both paths are gone afterwards.
+/// Unpublish and unstage, each twice (idempotency). The target is gone afterwards (the SP
+/// created it); the staging directory stays, unmounted and empty (the CO owns it).
 async fn unpublish_unstage(c: &mut Client, env: &NodeEnv, id: &str) {
     for _ in 0..2 {
         c.node_unpublish_volume(unpublish_req(env, id))
@@ -110,7 +111,35 @@ async fn unpublish_unstage(c: &mut Client, env: &NodeEnv, id: &str) {
     for _ in 0..2 {
         c.node_unstage_volume(unstage_req(env, id)).await.unwrap();
     }
-    assert!(!env.staging(id).exists(), "staging dir left behind");
+    let staging = env.staging(id);
+    assert!(staging.is_dir(), "the CO's staging dir was removed");
+    assert!(
+        blockdev::mounts_below(&staging).is_empty(),
+        "still mounted: {:?}",
+        blockdev::mounts_below(&staging)
+    );
+    let left: Vec<_> = std::fs::read_dir(&staging).unwrap().flatten().collect();
+    assert!(left.is_empty(), "left in the staging dir: {left:?}");
+}
+
+/// The per-mount options (`rw`/`ro`, …) of the topmost mount at `path`.
+fn mount_options(path: &Path) -> Option<String> {
+    let path = std::fs::canonicalize(path).unwrap();
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .rev()
+        .map(|l| l.split(' ').collect::<Vec<_>>())
+        .find(|f| f.len() > 5 && Path::new(f[4]) == path)
+        .map(|f| f[5].to_string())
+}
+
+fn stats_req(id: &str, path: &Path) -> NodeGetVolumeStatsRequest {
+    NodeGetVolumeStatsRequest {
+        volume_id: id.into(),
+        volume_path: path.display().to_string(),
+        staging_target_path: String::new(),
+    }
 }
 
 /// One blkid tag of `dev` ("" when blkid finds nothing, its exit status 2).
@@ -278,6 +307,12 @@ async fn block_publish_is_the_device_and_writes_reach_it() {
     let rdev = env.volume("blockvol", 64 * MIB).rdev();
     let mut c = client(&env).await;
     stage_publish(&mut c, &env, "blockvol", block_cap(), false).await;
+    // Staging binds the device onto a file in the staging dir.
+    let staged = env
+        .staging("blockvol")
+        .join(cinder_csi::driver::node::STAGED_DEVICE);
+    assert_eq!(std::fs::metadata(&staged).unwrap().rdev(), rdev);
+    assert!(is_mounted(&staged), "the staged device is not a bind mount");
     let target = env.target("blockvol");
     let meta = std::fs::metadata(&target).unwrap();
     assert_eq!(meta.rdev(), rdev, "target is not the volume's device");
@@ -299,6 +334,12 @@ async fn block_publish_is_the_device_and_writes_reach_it() {
         .unwrap()
         .into_inner();
     assert_eq!(stats.usage[0].total, 64 * MIB as i64);
+    let stats = c
+        .node_get_volume_stats(stats_req("blockvol", &env.staging("blockvol")))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(stats.usage[0].total, 64 * MIB as i64, "at the staging path");
     // Block expand: rescan only, report the new size.
     env.loops[0].grow(96 * MIB);
     let resp = c
@@ -564,11 +605,214 @@ async fn bad_paths_and_missing_devices_are_rejected() {
         "",
         "nothing was formatted"
     );
-    // A disk that never shows up: retryable, answered before the caller's deadline.
+    // A disk that never shows up: NotFound, answered before the caller's deadline, saying
+    // what to check.
     let mut req = tonic::Request::new(stage_req(&env, "not-attached", cap));
     req.set_timeout(Duration::from_secs(2));
     let err = c.node_stage_volume(req).await.unwrap_err();
-    assert_eq!(err.code(), Code::Unavailable, "{err:?}");
+    assert_eq!(err.code(), Code::NotFound, "{err:?}");
+    assert!(
+        err.message()
+            .contains("is volume not-attached attached to this node?"),
+        "{err:?}"
+    );
+}
+
+/// The seconds in "… after waiting N s: …".
+fn waited_secs(msg: &str) -> f64 {
+    let rest = msg.split("after waiting ").nth(1).expect(msg);
+    rest.split(' ').next().unwrap().parse().expect(msg)
+}
+
+#[tokio::test]
+async fn unknown_volume_is_not_found_after_the_bounded_wait() {
+    let env = NodeEnv::start();
+    let mut c = client(&env).await;
+    let wait = cinder_csi::driver::node::DEVICE_WAIT.as_secs_f64();
+    for (id, cap) in [
+        ("unknown-mount", mount_cap("ext4", Mode::SingleNodeWriter)),
+        ("unknown-block", block_cap()),
+    ] {
+        // The caller allows far longer than the device wait: the wait, not the deadline, ends it.
+        let mut req = tonic::Request::new(stage_req(&env, id, cap.clone()));
+        req.set_timeout(Duration::from_secs(120));
+        let err = c.node_stage_volume(req).await.unwrap_err();
+        assert_eq!(err.code(), Code::NotFound, "{err:?}");
+        let msg = err.message();
+        assert!(
+            msg.contains(&format!("no disk with serial {id}"))
+                && msg.contains(&env.by_id.display().to_string())
+                && msg.contains(&format!("is volume {id} attached to this node?")),
+            "{msg}"
+        );
+        let waited = waited_secs(msg);
+        assert!(
+            waited >= wait - 0.5 && waited < wait + 5.0,
+            "waited {waited} s, DEVICE_WAIT is {wait} s: {msg}"
+        );
+        assert!(!is_mounted(&env.staging(id)));
+        // Publish never waits: NotFound at once, the same hint.
+        let err = c
+            .node_publish_volume(publish_req(&env, id, cap, false))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err.code(), Code::NotFound | Code::FailedPrecondition),
+            "{err:?}"
+        );
+        assert!(!env.target(id).exists());
+    }
+}
+
+#[tokio::test]
+async fn restage_with_the_other_access_type_is_already_exists() {
+    let mut env = NodeEnv::start();
+    let bdev = env.volume("rawvol", 64 * MIB).dev.clone();
+    env.volume("fsvol", 64 * MIB);
+    let mut c = client(&env).await;
+    let ext4 = mount_cap("ext4", Mode::SingleNodeWriter);
+    c.node_stage_volume(stage_req(&env, "rawvol", block_cap()))
+        .await
+        .unwrap();
+    c.node_stage_volume(stage_req(&env, "fsvol", ext4.clone()))
+        .await
+        .unwrap();
+    // Block-staged, asked for a filesystem: refused before anything probes or formats it.
+    let err = c
+        .node_stage_volume(stage_req(&env, "rawvol", ext4.clone()))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::AlreadyExists, "{err:?}");
+    assert_eq!(blkid(&bdev, "TYPE"), "", "the raw volume was formatted");
+    assert!(!is_mounted(&env.staging("rawvol")));
+    // Mount-staged, asked for block.
+    let err = c
+        .node_stage_volume(stage_req(&env, "fsvol", block_cap()))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::AlreadyExists, "{err:?}");
+    assert!(!env
+        .staging("fsvol")
+        .join(cinder_csi::driver::node::STAGED_DEVICE)
+        .exists());
+    // Another volume's staging path: FailedPrecondition either way.
+    for (other, cap) in [("fsvol", block_cap()), ("rawvol", block_cap())] {
+        let mut req = stage_req(&env, if other == "fsvol" { "rawvol" } else { "fsvol" }, cap);
+        req.staging_target_path = env.staging(other).display().to_string();
+        let err = c.node_stage_volume(req).await.unwrap_err();
+        assert_eq!(err.code(), Code::FailedPrecondition, "{other}: {err:?}");
+    }
+    for id in ["rawvol", "fsvol"] {
+        c.node_unstage_volume(unstage_req(&env, id)).await.unwrap();
+        assert!(blockdev::mounts_below(&env.staging(id)).is_empty());
+        assert_eq!(std::fs::read_dir(env.staging(id)).unwrap().count(), 0);
+    }
+}
+
+#[tokio::test]
+async fn publish_without_staging_path_is_failed_precondition() {
+    let mut env = NodeEnv::start();
+    env.volume("nostage", 64 * MIB);
+    let mut c = client(&env).await;
+    for cap in [mount_cap("ext4", Mode::SingleNodeWriter), block_cap()] {
+        c.node_stage_volume(stage_req(&env, "nostage", cap.clone()))
+            .await
+            .unwrap();
+        let mut req = publish_req(&env, "nostage", cap, false);
+        req.staging_target_path.clear();
+        let err = c.node_publish_volume(req).await.unwrap_err();
+        assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
+        assert!(err.message().contains("staging_target_path"), "{err:?}");
+        assert!(!env.target("nostage").exists(), "publish changed something");
+        c.node_unstage_volume(unstage_req(&env, "nostage"))
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn stats_are_not_found_where_the_volume_is_not() {
+    let mut env = NodeEnv::start();
+    env.volume("ext4vol", 128 * MIB);
+    env.volume("btrfsvol", 320 * MIB);
+    env.volume("rawvol", 64 * MIB);
+    let mut c = client(&env).await;
+    stage_publish(
+        &mut c,
+        &env,
+        "ext4vol",
+        mount_cap("ext4", Mode::SingleNodeWriter),
+        false,
+    )
+    .await;
+    stage_publish(
+        &mut c,
+        &env,
+        "btrfsvol",
+        mount_cap("btrfs", Mode::SingleNodeWriter),
+        false,
+    )
+    .await;
+    stage_publish(&mut c, &env, "rawvol", block_cap(), false).await;
+    let ids = ["ext4vol", "btrfsvol", "rawvol"];
+    for at in ids {
+        for path in [env.staging(at), env.target(at)] {
+            for id in ids {
+                let res = c.node_get_volume_stats(stats_req(id, &path)).await;
+                if id == at {
+                    let s = res.unwrap().into_inner();
+                    assert!(!s.volume_condition.unwrap().abnormal, "{id} at {path:?}");
+                } else {
+                    let err = res.unwrap_err();
+                    assert_eq!(err.code(), Code::NotFound, "{id} at {path:?}: {err:?}");
+                    assert!(err.message().contains(id), "{err:?}");
+                }
+            }
+        }
+    }
+    // A plain directory, and a volume whose disk is not on this node.
+    let plain = env.kubelet.join("pods/plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    let err = c
+        .node_get_volume_stats(stats_req("ext4vol", &plain))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::NotFound, "{err:?}");
+    let err = c
+        .node_get_volume_stats(stats_req("elsewhere", &env.target("ext4vol")))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::NotFound, "{err:?}");
+    for id in ids {
+        unpublish_unstage(&mut c, &env, id).await;
+    }
+}
+
+#[tokio::test]
+async fn read_only_block_publish_is_a_read_only_bind() {
+    let mut env = NodeEnv::start();
+    env.volume("roblock", 64 * MIB);
+    let mut c = client(&env).await;
+    stage_publish(&mut c, &env, "roblock", block_cap(), true).await;
+    let opts = mount_options(&env.target("roblock")).unwrap();
+    assert!(opts.split(',').any(|o| o == "ro"), "{opts}");
+    // Same target, read-write now: incompatible.
+    let err = c
+        .node_publish_volume(publish_req(&env, "roblock", block_cap(), false))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::AlreadyExists, "{err:?}");
+    unpublish_unstage(&mut c, &env, "roblock").await;
+    // And the other way round.
+    stage_publish(&mut c, &env, "roblock", block_cap(), false).await;
+    let opts = mount_options(&env.target("roblock")).unwrap();
+    assert!(opts.split(',').any(|o| o == "rw"), "{opts}");
+    let err = c
+        .node_publish_volume(publish_req(&env, "roblock", block_cap(), true))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::AlreadyExists, "{err:?}");
+    unpublish_unstage(&mut c, &env, "roblock").await;
 }
 
 #[tokio::test]

@@ -49,6 +49,11 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = AccessArg::Mount)]
     pub access_type: AccessArg,
 
+    /// fs_type of the mount capabilities the cases send (e.g. xfs); empty leaves the choice
+    /// to the driver. Ignored with --access-type block.
+    #[arg(long, value_name = "TYPE", default_value = "")]
+    pub fs_type: String,
+
     /// YAML map of CreateVolume parameters (StorageClass parameters).
     #[arg(long, value_name = "FILE.yaml")]
     pub parameters: Option<PathBuf>,
@@ -113,6 +118,7 @@ impl Cli {
             AccessArg::Mount => AccessType::Mount,
             AccessArg::Block => AccessType::Block,
         };
+        c.fs_type = self.fs_type;
         if let Some(p) = &self.parameters {
             c.parameters = load_string_map(p)?;
         }
@@ -208,10 +214,13 @@ mod tests {
             "^Node/",
             "--timeout",
             "5s",
+            "--fs-type",
+            "xfs",
         ])
         .unwrap();
         let (c, junit, list) = cli.into_config().unwrap();
         assert_eq!(c.access_type, AccessType::Block);
+        assert_eq!(c.fs_type, "xfs");
         assert_eq!(c.volume_size, 2 << 30);
         assert_eq!(c.expand_size(), 3 << 30);
         assert_eq!(c.timeout, Duration::from_secs(5));

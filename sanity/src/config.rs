@@ -78,6 +78,8 @@ pub struct Config {
     /// Size to expand to; `volume_size + 1 GiB` when unset.
     pub expand_size: Option<i64>,
     pub access_type: AccessType,
+    /// fs_type of mount capabilities; empty = the driver's default.
+    pub fs_type: String,
     pub parameters: HashMap<String, String>,
     pub snapshot_parameters: HashMap<String, String>,
     /// Mutable parameters for CreateVolume/ControllerModifyVolume; the cases that need them are
@@ -105,6 +107,7 @@ impl Config {
             volume_size: DEFAULT_VOLUME_SIZE,
             expand_size: None,
             access_type: AccessType::Mount,
+            fs_type: String::new(),
             parameters: HashMap::new(),
             snapshot_parameters: HashMap::new(),
             mutable_parameters: None,

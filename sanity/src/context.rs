@@ -290,7 +290,10 @@ impl<'a> Ctx<'a> {
 
     pub fn access_type(&self) -> PbAccess {
         match self.cfg.access_type {
-            AccessType::Mount => PbAccess::Mount(MountVolume::default()),
+            AccessType::Mount => PbAccess::Mount(MountVolume {
+                fs_type: self.cfg.fs_type.clone(),
+                ..MountVolume::default()
+            }),
             AccessType::Block => PbAccess::Block(BlockVolume {}),
         }
     }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # CSI conformance: cinder-csi-sanity against `cinder-csi --mode all --backend local` on real
 # loop devices and mounts (as root), once with --access-type mount and once with block.
-# Switched on by the file sanity/ENABLED-IN-CI (created once the local backend has landed).
+# Switched on by the file sanity/ENABLED-IN-CI. --fs-type xfs: ext4 online grow needs
+# CAP_SYS_RESOURCE, which root lacks on some CI machines; --mutable-parameters retypes between
+# the local backend's two volume types, so the ControllerModifyVolume cases run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -83,6 +85,7 @@ for access in mount block; do
     set +e
     "$sanity" --endpoint "unix://$sock" --access-type "$access" \
         --staging-dir "$kubelet/plugins/sanity/staging" --mount-dir "$kubelet/pods/sanity/mount" \
+        --fs-type xfs --mutable-parameters sanity/ci/mutable-local.yaml \
         --junit "$results/junit-$access.xml" "${extra[@]}" | tee "$out"
     rc=${PIPESTATUS[0]}
     set -e

@@ -54,16 +54,11 @@ pub async fn read_data(ctx: &Ctx<'_>, len: usize) -> Result<Vec<u8>, Stop> {
     })
 }
 
-/// Try to write through the target; `Ok(true)` when the kernel refused with EROFS.
-pub async fn write_refused_read_only(target: PathBuf, access: AccessType) -> Result<bool, String> {
-    let res = blocking(move || match access {
-        AccessType::Mount => std::fs::File::create(target.join("sanity-ro-probe")).map(|_| ()),
-        AccessType::Block => std::fs::OpenOptions::new()
-            .write(true)
-            .open(&target)
-            .map(|_| ()),
-    })
-    .await;
+/// Try to create a file in the mounted directory `target`; `Ok(true)` when the kernel
+/// refused with EROFS. (Mount access only: see the read-only case for block.)
+pub async fn write_refused_read_only(target: PathBuf) -> Result<bool, String> {
+    let res =
+        blocking(move || std::fs::File::create(target.join("sanity-ro-probe")).map(|_| ())).await;
     match res {
         Ok(()) => Ok(false),
         Err(e) if e.kind() == std::io::ErrorKind::ReadOnlyFilesystem => Ok(true),

@@ -161,7 +161,15 @@ async fn publish_readonly(ctx: &mut Ctx<'_>) -> CaseResult {
             target.display()
         ),
     }
-    let refused = write_refused_read_only(target.clone(), ctx.cfg.access_type)
+    if ctx.cfg.access_type == AccessType::Block {
+        // The `ro` flag of the bind is all a driver can show for a raw device: the kernel
+        // checks a mount's read-only flag only for regular files, directories and symlinks,
+        // never for device nodes, so opening the target for writing succeeds anyway. COs keep
+        // raw-block volumes read-only themselves (Kubernetes: the container's device cgroup
+        // grants read but not write). EROFS is required for mount access only.
+        return unpublish(ctx, &vol, 1).await;
+    }
+    let refused = write_refused_read_only(target.clone())
         .await
         .map_err(|e| fail!("writing to the read-only target failed oddly: {e}"))?;
     ensure!(
@@ -193,7 +201,10 @@ async fn stage_incompatible(ctx: &mut Ctx<'_>) -> CaseResult {
     let mut req = stage_request(ctx, &vol, &pc);
     let other = match ctx.cfg.access_type {
         AccessType::Mount => PbAccess::Block(BlockVolume {}),
-        AccessType::Block => PbAccess::Mount(MountVolume::default()),
+        AccessType::Block => PbAccess::Mount(MountVolume {
+            fs_type: ctx.cfg.fs_type.clone(),
+            ..MountVolume::default()
+        }),
     };
     if let Some(c) = req.volume_capability.as_mut() {
         c.access_type = Some(other);
