@@ -629,9 +629,13 @@ async fn unknown_volume_is_not_found_after_the_bounded_wait() {
     let env = NodeEnv::start();
     let mut c = client(&env).await;
     let wait = cinder_csi::driver::node::DEVICE_WAIT.as_secs_f64();
-    for (id, cap) in [
-        ("unknown-mount", mount_cap("ext4", Mode::SingleNodeWriter)),
-        ("unknown-block", block_cap()),
+    for (id, cap, publish_code) in [
+        (
+            "unknown-mount",
+            mount_cap("ext4", Mode::SingleNodeWriter),
+            Code::FailedPrecondition, // not staged; mount publish does not look for the disk
+        ),
+        ("unknown-block", block_cap(), Code::NotFound),
     ] {
         // The caller allows far longer than the device wait: the wait, not the deadline, ends it.
         let mut req = tonic::Request::new(stage_req(&env, id, cap.clone()));
@@ -651,15 +655,12 @@ async fn unknown_volume_is_not_found_after_the_bounded_wait() {
             "waited {waited} s, DEVICE_WAIT is {wait} s: {msg}"
         );
         assert!(!is_mounted(&env.staging(id)));
-        // Publish never waits: NotFound at once, the same hint.
+        // Publish never waits for a disk.
         let err = c
             .node_publish_volume(publish_req(&env, id, cap, false))
             .await
             .unwrap_err();
-        assert!(
-            matches!(err.code(), Code::NotFound | Code::FailedPrecondition),
-            "{err:?}"
-        );
+        assert_eq!(err.code(), publish_code, "{err:?}");
         assert!(!env.target(id).exists());
     }
 }
@@ -696,11 +697,19 @@ async fn restage_with_the_other_access_type_is_already_exists() {
         .join(cinder_csi::driver::node::STAGED_DEVICE)
         .exists());
     // Another volume's staging path: FailedPrecondition either way.
-    for (other, cap) in [("fsvol", block_cap()), ("rawvol", block_cap())] {
-        let mut req = stage_req(&env, if other == "fsvol" { "rawvol" } else { "fsvol" }, cap);
-        req.staging_target_path = env.staging(other).display().to_string();
+    for (id, at, cap) in [
+        ("rawvol", "fsvol", block_cap()),
+        ("fsvol", "rawvol", block_cap()),
+        ("fsvol", "rawvol", ext4.clone()),
+    ] {
+        let mut req = stage_req(&env, id, cap);
+        req.staging_target_path = env.staging(at).display().to_string();
         let err = c.node_stage_volume(req).await.unwrap_err();
-        assert_eq!(err.code(), Code::FailedPrecondition, "{other}: {err:?}");
+        assert_eq!(
+            err.code(),
+            Code::FailedPrecondition,
+            "{id} at {at}: {err:?}"
+        );
     }
     for id in ["rawvol", "fsvol"] {
         c.node_unstage_volume(unstage_req(&env, id)).await.unwrap();
