@@ -141,15 +141,17 @@ where
     // keep theirs open; so the drain ends when no RPC is in flight any more.
     let drained = async {
         tokio::select! {
-            _ = &mut server => {}
-            _ = rpcs.drained() => {}
+            _ = &mut server => true,
+            _ = rpcs.drained() => false,
         }
     };
     match tokio::time::timeout(grace, drained).await {
-        Ok(()) => {
-            // Last responses may still sit in connection buffers: give open connections a
-            // moment to flush and close before cutting them.
-            let _ = tokio::time::timeout(FLUSH_WINDOW, &mut server).await;
+        Ok(server_done) => {
+            if !server_done {
+                // Last responses may still sit in connection buffers: give open connections
+                // a moment to flush and close before cutting them.
+                let _ = tokio::time::timeout(FLUSH_WINDOW, &mut server).await;
+            }
             tracing::info!("all RPCs finished; stopped")
         }
         Err(_) => tracing::warn!(
