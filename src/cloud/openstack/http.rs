@@ -1,0 +1,225 @@
+//! The HTTP client of one cloud (TLS, timeouts, User-Agent) and the single place where a
+//! request is sent: it is timed and counted, its request id captured, and an error status
+//! turned into an [`ApiError`]. Tokens and microversions are added by `api.rs`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use reqwest::header::HeaderMap;
+use reqwest::{Certificate, Identity};
+use serde::de::DeserializeOwned;
+
+use super::errors::{request_id, ApiError};
+use super::metrics::{ApiMetrics, Op};
+use super::options::{OpenStackOptions, TlsOptions};
+
+/// Pooled connections idle longer than this are dropped before the server (uWSGI, haproxy)
+/// times them out under us.
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
+
+pub fn user_agent() -> String {
+    format!("cinder-csi/{}", crate::version::VERSION)
+}
+
+/// Build the client. Reads the TLS files, so it runs off the async workers.
+pub async fn build_client(opts: &OpenStackOptions) -> Result<reqwest::Client, String> {
+    let tls = opts.tls.clone();
+    let material = tokio::task::spawn_blocking(move || read_tls_files(&tls))
+        .await
+        .map_err(|e| format!("reading TLS files: {e}"))??;
+    // reqwest is built without a default crypto provider; ring is the one we ship. Installing
+    // twice (several clouds) is harmless: the first one stays.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut b = reqwest::Client::builder()
+        .user_agent(user_agent())
+        .connect_timeout(opts.connect_timeout)
+        .timeout(opts.request_timeout)
+        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+        .tcp_keepalive(TCP_KEEPALIVE)
+        // OpenStack APIs do not redirect; following one would resend X-Auth-Token elsewhere.
+        .redirect(reqwest::redirect::Policy::none());
+    if !material.roots.is_empty() {
+        b = b.tls_certs_merge(material.roots);
+    }
+    if let Some(id) = material.identity {
+        b = b.identity(id);
+    }
+    if opts.tls.insecure {
+        tracing::warn!(
+            auth_url = %opts.auth_url,
+            "tls-insecure is set: TLS certificates of Keystone, Cinder and Nova are NOT verified; \
+             anyone on the network path can impersonate them and capture the credentials. \
+             Use ca-file instead."
+        );
+        b = b.tls_danger_accept_invalid_certs(true);
+    }
+    b.build().map_err(|e| format!("building the HTTP client: {e}"))
+}
+
+struct TlsMaterial {
+    roots: Vec<Certificate>,
+    identity: Option<Identity>,
+}
+
+fn read_tls_files(tls: &TlsOptions) -> Result<TlsMaterial, String> {
+    let read = |key: &str, p: &std::path::Path| {
+        std::fs::read(p).map_err(|e| format!("{key} {}: {e}", p.display()))
+    };
+    let mut roots = Vec::new();
+    if let Some(ca) = &tls.ca_file {
+        roots = Certificate::from_pem_bundle(&read("ca-file", ca)?)
+            .map_err(|e| format!("ca-file {}: not a PEM bundle: {e}", ca.display()))?;
+        if roots.is_empty() {
+            return Err(format!(
+                "ca-file {}: no certificate in it (expected PEM)",
+                ca.display()
+            ));
+        }
+    }
+    let identity = match (&tls.cert_file, &tls.key_file) {
+        (None, None) => None,
+        (Some(cert), Some(key)) => {
+            let mut pem = read("cert-file", cert)?;
+            pem.push(b'\n');
+            pem.extend(read("key-file", key)?);
+            Some(Identity::from_pem(&pem).map_err(|e| {
+                format!(
+                    "cert-file {} / key-file {}: not a PEM certificate and key: {e}",
+                    cert.display(),
+                    key.display()
+                )
+            })?)
+        }
+        _ => return Err("cert-file and key-file must be set together".into()),
+    };
+    Ok(TlsMaterial { roots, identity })
+}
+
+/// A successful answer, body read.
+#[derive(Debug)]
+pub struct Answer {
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Answer {
+    pub fn json<T: DeserializeOwned>(&self, op: Op) -> Result<T, ApiError> {
+        serde_json::from_slice(&self.body).map_err(|e| ApiError::bad_answer(op.name(), e))
+    }
+}
+
+/// Sends requests and records them.
+#[derive(Clone)]
+pub struct Http {
+    pub client: reqwest::Client,
+    pub metrics: Arc<ApiMetrics>,
+}
+
+impl Http {
+    /// Send `req` as operation `op`. 2xx is success; `also_ok` admits other statuses (the
+    /// version documents answer 300 Multiple Choices).
+    pub async fn execute(
+        &self,
+        op: Op,
+        req: reqwest::RequestBuilder,
+        also_ok: &[u16],
+    ) -> Result<Answer, ApiError> {
+        let started = Instant::now();
+        let result = async {
+            let resp = req
+                .send()
+                .await
+                .map_err(|e| ApiError::transport(op.name(), &e))?;
+            let status = resp.status();
+            let headers = resp.headers().clone();
+            let body = resp
+                .bytes()
+                .await
+                .map_err(|e| ApiError::transport(op.name(), &e))?;
+            Ok::<_, ApiError>((status, headers, body))
+        }
+        .await;
+        let latency = started.elapsed();
+        match result {
+            Ok((status, headers, body)) => {
+                let ok = status.is_success() || also_ok.contains(&status.as_u16());
+                self.metrics.record(op, latency, !ok);
+                tracing::debug!(
+                    op = op.name(),
+                    status = status.as_u16(),
+                    latency_ms = latency.as_millis() as u64,
+                    request_id = request_id(&headers).as_deref().unwrap_or(""),
+                    "openstack request"
+                );
+                if ok {
+                    Ok(Answer {
+                        headers,
+                        body: body.to_vec(),
+                    })
+                } else {
+                    Err(ApiError::from_response(status, &headers, &body))
+                }
+            }
+            Err(e) => {
+                self.metrics.record(op, latency, true);
+                tracing::debug!(op = op.name(), latency_ms = latency.as_millis() as u64, error = %e, "openstack request failed");
+                Err(e)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn opts(tls: TlsOptions) -> OpenStackOptions {
+        let mut o = OpenStackOptions::new("http://127.0.0.1:5000/v3", Default::default());
+        o.tls = tls;
+        o
+    }
+
+    #[tokio::test]
+    async fn tls_file_problems_name_the_key() {
+        let e = build_client(&opts(TlsOptions {
+            ca_file: Some(PathBuf::from("/nonexistent/ca.pem")),
+            ..Default::default()
+        }))
+        .await
+        .unwrap_err();
+        assert!(e.starts_with("ca-file /nonexistent/ca.pem"), "{e}");
+
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty.pem");
+        std::fs::write(&empty, "not a certificate\n").unwrap();
+        let e = build_client(&opts(TlsOptions {
+            ca_file: Some(empty.clone()),
+            ..Default::default()
+        }))
+        .await
+        .unwrap_err();
+        assert!(e.contains("no certificate"), "{e}");
+
+        let e = build_client(&opts(TlsOptions {
+            cert_file: Some(empty),
+            ..Default::default()
+        }))
+        .await
+        .unwrap_err();
+        assert!(e.contains("cert-file and key-file"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn plain_client_builds_with_and_without_verification() {
+        build_client(&opts(TlsOptions::default())).await.unwrap();
+        build_client(&opts(TlsOptions {
+            insecure: true,
+            ..Default::default()
+        }))
+        .await
+        .unwrap();
+        assert!(user_agent().starts_with("cinder-csi/"));
+    }
+}

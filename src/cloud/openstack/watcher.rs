@@ -1,0 +1,458 @@
+//! The shared volume status watcher: every `wait_volume` of a cloud goes through it, and one
+//! background round refreshes all waited-on volumes at once instead of each RPC polling its own.
+//!
+//! How a round refreshes N volumes with one request: Cinder's non-admin volume filters
+//! (`resource_filters.json`: name, status, metadata, bootable, migration_status,
+//! availability_zone, group_id, size, created_at, updated_at) cannot select by id, but since
+//! microversion 3.60 `updated_at=gte:<time>` can. `updated_at` never goes backwards, so a list
+//! filtered on the oldest change time seen among the waited-on volumes returns every one of
+//! them that still exists — whatever changed or not — plus only the project's other recently
+//! changed volumes. The time comes from Cinder's own `updated_at`/`created_at` (no clock skew),
+//! floored to the second minus one (the database may round). A volume missing from the list
+//! is checked with a GET (it is usually gone). One volume, an unknown change time, or a cloud
+//! below 3.60 (or refusing the filter) fall back to GETs, one per volume per round however many
+//! RPCs wait on it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+use futures::stream::{self, StreamExt};
+use tokio::sync::{watch, Notify};
+use tokio::time::{sleep_until, timeout_at, Instant};
+
+use super::api::{Api, Request};
+use super::dto::{has_next, VolumeDto, VolumeEnvelope, VolumeList};
+use super::metrics::Op;
+use super::microversion::CINDER_TIME_FILTERS;
+use crate::cloud::{CloudError, CloudResult, Resource, Volume, VolumeStatus, VolumeWait};
+
+/// First refresh after a wait starts: Cinder finishes most operations in 0.2–0.6 s.
+pub const POLL_FIRST: Duration = Duration::from_millis(250);
+/// Each round stretches every waiter's interval by this factor ...
+pub const POLL_FACTOR: f64 = 1.5;
+/// ... up to this. One round serves every waiter, so a short cap costs one request per round,
+/// not one per waiting RPC.
+pub const POLL_MAX: Duration = Duration::from_secs(2);
+/// Parallel GETs in a round that cannot batch.
+pub const GET_CONCURRENCY: usize = 8;
+/// A volume back in `available` without the attachment this long after the attach was
+/// requested: Nova rolled the attach back.
+pub const ATTACH_ROLLBACK_GRACE: Duration = Duration::from_secs(2);
+/// Remembered change times (for seeding new waits) are kept this many at most.
+const SEEN_CAP: usize = 4096;
+
+/// What the last round saw of one volume.
+#[derive(Debug, Clone)]
+enum Obs {
+    Pending,
+    Seen(Arc<VolumeDto>),
+    Gone,
+    Failed(CloudError),
+}
+
+struct Entry {
+    waiters: usize,
+    changed_at: Option<DateTime<Utc>>,
+    interval: Duration,
+    due: Instant,
+    tx: watch::Sender<Obs>,
+}
+
+#[derive(Default)]
+struct State {
+    entries: HashMap<String, Entry>,
+    running: bool,
+    /// Change times of volumes seen in any answer, to seed waits that start right after.
+    seen: HashMap<String, DateTime<Utc>>,
+    /// The cloud refused the `updated_at` filter once: stop trying.
+    no_time_filter: bool,
+}
+
+pub struct Watcher {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    api: Arc<Api>,
+    state: Mutex<State>,
+    wake: Notify,
+}
+
+impl Watcher {
+    pub fn new(api: Arc<Api>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                api,
+                state: Mutex::new(State::default()),
+                wake: Notify::new(),
+            }),
+        }
+    }
+
+    /// Remember when Cinder last changed a volume we saw (create, get and list answers).
+    pub fn note(&self, dto: &VolumeDto) {
+        if let Some(t) = dto.changed_at() {
+            let mut st = self.inner.lock();
+            if st.seen.len() >= SEEN_CAP && !st.seen.contains_key(&dto.id) {
+                st.seen.clear();
+            }
+            st.seen.insert(dto.id.clone(), t);
+        }
+    }
+
+    /// Wait until `until` holds for volume `id`, an error state, or `deadline`.
+    /// For [`VolumeWait::Deleted`] the result is the last state seen before it vanished.
+    pub async fn wait(&self, id: &str, until: &VolumeWait, deadline: Instant) -> CloudResult<Volume> {
+        let mut reg = Registration::new(&self.inner, id);
+        let started = Instant::now();
+        let mut last: Option<Volume> = None;
+        let mut last_error: Option<CloudError> = None;
+        loop {
+            match timeout_at(deadline, reg.rx.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => return Err(CloudError::Internal("status watcher stopped".into())),
+                Err(_) => {
+                    let last_status = match (&last, &last_error) {
+                        (Some(v), _) => v.status.to_string(),
+                        (None, Some(e)) => format!("unknown ({e})"),
+                        (None, None) => "unknown (no answer yet)".to_string(),
+                    };
+                    return Err(CloudError::WaitTimeout {
+                        resource: Resource::Volume,
+                        id: id.to_string(),
+                        wanted: wanted(until),
+                        last_status,
+                    });
+                }
+            }
+            let obs = reg.rx.borrow_and_update().clone();
+            match obs {
+                Obs::Pending => {}
+                Obs::Seen(dto) => {
+                    let vol = Volume::from((*dto).clone());
+                    match evaluate(until, &vol, started.elapsed()) {
+                        Verdict::Done => return Ok(vol),
+                        Verdict::Fail(e) => return Err(e),
+                        Verdict::Continue => last = Some(vol),
+                    }
+                }
+                Obs::Gone => {
+                    return match (until, last) {
+                        (VolumeWait::Deleted, Some(v)) => Ok(v),
+                        (VolumeWait::Deleted, None) => Ok(gone_placeholder(id)),
+                        _ => Err(CloudError::not_found(Resource::Volume, id)),
+                    }
+                }
+                Obs::Failed(e) => match e {
+                    CloudError::Unavailable { .. } | CloudError::Internal(_) => {
+                        last_error = Some(e)
+                    }
+                    fatal => return Err(fatal),
+                },
+            }
+        }
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The single polling task: runs while anyone waits.
+    async fn run(self: Arc<Self>) {
+        loop {
+            let notified = self.wake.notified();
+            let next_due = {
+                let mut st = self.lock();
+                if st.entries.is_empty() {
+                    st.running = false;
+                    return;
+                }
+                st.entries.values().map(|e| e.due).min()
+            };
+            if let Some(due) = next_due.filter(|d| *d > Instant::now()) {
+                tokio::select! {
+                    _ = sleep_until(due) => {}
+                    _ = notified => {}
+                }
+                continue;
+            }
+            let (batch, time_filter_off) = {
+                let st = self.lock();
+                let batch: Vec<(String, Option<DateTime<Utc>>)> = st
+                    .entries
+                    .iter()
+                    .map(|(id, e)| (id.clone(), e.changed_at))
+                    .collect();
+                (batch, st.no_time_filter)
+            };
+            let results = self.refresh(batch, time_filter_off).await;
+            let now = Instant::now();
+            let mut st = self.lock();
+            for (id, obs) in results {
+                if let Obs::Seen(dto) = &obs {
+                    if let Some(t) = dto.changed_at() {
+                        st.seen.insert(id.clone(), t);
+                    }
+                }
+                if let Some(e) = st.entries.get_mut(&id) {
+                    if let Obs::Seen(dto) = &obs {
+                        e.changed_at = dto.changed_at().or(e.changed_at);
+                    }
+                    e.tx.send_replace(obs);
+                }
+            }
+            for e in st.entries.values_mut() {
+                e.interval = e.interval.mul_f64(POLL_FACTOR).min(POLL_MAX);
+                e.due = now + e.interval;
+            }
+        }
+    }
+
+    /// Fresh observations of every volume in `batch` (id, last known change time).
+    async fn refresh(
+        &self,
+        batch: Vec<(String, Option<DateTime<Utc>>)>,
+        time_filter_off: bool,
+    ) -> Vec<(String, Obs)> {
+        let mut out = Vec::with_capacity(batch.len());
+        let mut singles: Vec<String> = Vec::new();
+        let since = batch.iter().filter_map(|(_, t)| *t).min();
+        let can_list = batch.len() > 1
+            && !time_filter_off
+            && since.is_some()
+            && self
+                .api
+                .cinder_version()
+                .await
+                .is_ok_and(|v| v.supports(CINDER_TIME_FILTERS));
+        if let (true, Some(since)) = (can_list, since) {
+            match self.list_changed_since(since).await {
+                Ok(mut found) => {
+                    for (id, t) in batch {
+                        match (found.remove(&id), t) {
+                            (Some(dto), _) => out.push((id, Obs::Seen(Arc::new(dto)))),
+                            // Unknown change time: not covered by the filter, ask directly.
+                            (None, _) => singles.push(id),
+                        }
+                    }
+                }
+                Err(e) => {
+                    if matches!(e, CloudError::BadRequest { .. }) {
+                        tracing::warn!(error = %e, "Cinder refused the updated_at list filter; the status watcher falls back to one GET per volume");
+                        self.lock().no_time_filter = true;
+                    } else {
+                        tracing::debug!(error = %e, "status watcher list failed; trying GETs");
+                    }
+                    singles.extend(batch.into_iter().map(|(id, _)| id));
+                }
+            }
+        } else {
+            singles.extend(batch.into_iter().map(|(id, _)| id));
+        }
+        let gets = stream::iter(singles)
+            .map(|id| async move {
+                let obs = self.get(&id).await;
+                (id, obs)
+            })
+            .buffer_unordered(GET_CONCURRENCY)
+            .collect::<Vec<_>>()
+            .await;
+        out.extend(gets);
+        out
+    }
+
+    async fn get(&self, id: &str) -> Obs {
+        match self
+            .api
+            .cinder(Request::get(Op::VolumeGet, format!("volumes/{id}")))
+            .await
+        {
+            Ok(ans) => match ans.json::<VolumeEnvelope>(Op::VolumeGet) {
+                Ok(env) => Obs::Seen(Arc::new(env.volume)),
+                Err(e) => Obs::Failed(e.into_cloud(Resource::Volume, id)),
+            },
+            Err(e) => match e.into_cloud(Resource::Volume, id) {
+                CloudError::NotFound { .. } => Obs::Gone,
+                other => Obs::Failed(other),
+            },
+        }
+    }
+
+    /// Every volume of the project changed at or after `since` (all pages), by id.
+    async fn list_changed_since(
+        &self,
+        since: DateTime<Utc>,
+    ) -> CloudResult<HashMap<String, VolumeDto>> {
+        let floor = since
+            .duration_trunc(TimeDelta::seconds(1))
+            .unwrap_or(since)
+            - TimeDelta::seconds(1);
+        let filter = format!("gte:{}", floor.format("%Y-%m-%dT%H:%M:%S"));
+        let mut found = HashMap::new();
+        let mut marker: Option<String> = None;
+        loop {
+            let req = Request::get(Op::VolumeWatch, "volumes/detail")
+                .query("updated_at", filter.clone())
+                .query_opt("marker", marker.take());
+            let ans = self
+                .api
+                .cinder(req)
+                .await
+                .map_err(|e| e.into_cloud(Resource::Volume, "(list)"))?;
+            let page: VolumeList = ans
+                .json(Op::VolumeWatch)
+                .map_err(|e| e.into_cloud(Resource::Volume, "(list)"))?;
+            let more = has_next(&page.volumes_links) && !page.volumes.is_empty();
+            marker = page.volumes.last().map(|v| v.id.clone());
+            found.extend(page.volumes.into_iter().map(|v| (v.id.clone(), v)));
+            if !more {
+                return Ok(found);
+            }
+        }
+    }
+}
+
+/// One waiting RPC; dropping it (also when the RPC is cancelled) stops watching the volume once
+/// nobody else waits on it.
+struct Registration {
+    inner: Arc<Inner>,
+    id: String,
+    rx: watch::Receiver<Obs>,
+}
+
+impl Registration {
+    fn new(inner: &Arc<Inner>, id: &str) -> Self {
+        let now = Instant::now();
+        let (rx, spawn) = {
+            let mut st = inner.lock();
+            let seeded = st.seen.get(id).copied();
+            let e = st.entries.entry(id.to_string()).or_insert_with(|| Entry {
+                waiters: 0,
+                changed_at: seeded,
+                interval: POLL_FIRST,
+                due: now + POLL_FIRST,
+                tx: watch::channel(Obs::Pending).0,
+            });
+            e.waiters += 1;
+            // A new waiter wants an answer soon, even on a volume watched for a while.
+            e.interval = POLL_FIRST;
+            e.due = e.due.min(now + POLL_FIRST);
+            let rx = e.tx.subscribe();
+            let spawn = !st.running;
+            st.running = true;
+            (rx, spawn)
+        };
+        if spawn {
+            tokio::spawn(inner.clone().run());
+        } else {
+            inner.wake.notify_one();
+        }
+        Self {
+            inner: inner.clone(),
+            id: id.to_string(),
+            rx,
+        }
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let mut st = self.inner.lock();
+        if let Some(e) = st.entries.get_mut(&self.id) {
+            e.waiters -= 1;
+            if e.waiters == 0 {
+                st.entries.remove(&self.id);
+            }
+        }
+    }
+}
+
+#[derive(Debug, PartialEq)]
+enum Verdict {
+    Done,
+    Continue,
+    Fail(CloudError),
+}
+
+/// Whether one fresh observation ends a wait.
+fn evaluate(until: &VolumeWait, v: &Volume, waited: Duration) -> Verdict {
+    if v.status.is_error() {
+        return Verdict::Fail(CloudError::ErrorState {
+            resource: Resource::Volume,
+            id: v.id.clone(),
+            status: v.status.to_string(),
+            reason: None,
+        });
+    }
+    let done = match until {
+        VolumeWait::Available => v.status == VolumeStatus::Available,
+        VolumeWait::AttachedTo(server) => {
+            if v.status == VolumeStatus::Available
+                && v.attached_to(server).is_none()
+                && waited >= ATTACH_ROLLBACK_GRACE
+            {
+                return Verdict::Fail(CloudError::ErrorState {
+                    resource: Resource::Volume,
+                    id: v.id.clone(),
+                    status: v.status.to_string(),
+                    reason: Some(format!(
+                        "Nova did not attach it to server {server} (the attachment was rolled \
+                         back; nova-compute's log says why)"
+                    )),
+                });
+            }
+            v.status == VolumeStatus::InUse && v.attached_to(server).is_some()
+        }
+        VolumeWait::DetachedFrom(server) => {
+            v.attached_to(server).is_none() && v.status != VolumeStatus::Detaching
+        }
+        VolumeWait::Extended(size) => {
+            v.size_gib >= *size && matches!(v.status, VolumeStatus::Available | VolumeStatus::InUse)
+        }
+        VolumeWait::Deleted => false,
+        VolumeWait::Stable => !v.status.is_transitional(),
+    };
+    if done {
+        Verdict::Done
+    } else {
+        Verdict::Continue
+    }
+}
+
+fn wanted(until: &VolumeWait) -> String {
+    match until {
+        VolumeWait::Available => "available".into(),
+        VolumeWait::AttachedTo(s) => format!("attached to server {s}"),
+        VolumeWait::DetachedFrom(s) => format!("detached from server {s}"),
+        VolumeWait::Extended(n) => format!("extended to {n} GiB"),
+        VolumeWait::Deleted => "deleted".into(),
+        VolumeWait::Stable => "out of transitional states".into(),
+    }
+}
+
+/// A wait for deletion that never saw the volume: nothing but the id is known.
+fn gone_placeholder(id: &str) -> Volume {
+    Volume {
+        id: id.to_string(),
+        name: String::new(),
+        size_gib: 0,
+        status: VolumeStatus::Deleting,
+        availability_zone: String::new(),
+        volume_type: None,
+        multiattach: false,
+        bootable: false,
+        metadata: Default::default(),
+        attachments: Vec::new(),
+        snapshot_id: None,
+        source_volume_id: None,
+        backup_id: None,
+        created_at: None,
+    }
+}
+
+#[cfg(test)]
+mod tests;
