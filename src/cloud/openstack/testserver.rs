@@ -51,6 +51,8 @@ pub struct FakeState {
     clock: i64,
     next_id: u64,
     pub refuse_time_filter: bool,
+    /// Answer 401 to every token (a revoked user, or a Keystone that lost its keys).
+    pub reject_all_tokens: bool,
 }
 
 #[derive(Clone)]
@@ -199,6 +201,15 @@ async fn handle(
             .map(|q| q.0)
             .unwrap_or_default();
     let mut s = state.lock().unwrap();
+    let line = match uri.query() {
+        Some(q) => format!("{method} {path}?{q}"),
+        None => format!("{method} {path}"),
+    };
+    s.log.push(line.clone());
+    if let Some(i) = s.failures.iter().position(|(p, _, _)| line.starts_with(p.as_str())) {
+        let (_, status, body) = s.failures.remove(i);
+        return reply(status, &[], body);
+    }
     if path == "/identity/v3/auth/tokens" && method == Method::POST {
         let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         s.auth_bodies.push(body);
@@ -226,15 +237,6 @@ async fn handle(
                 ]}}),
         );
     }
-    let line = match uri.query() {
-        Some(q) => format!("{method} {path}?{q}"),
-        None => format!("{method} {path}"),
-    };
-    s.log.push(line.clone());
-    if let Some(i) = s.failures.iter().position(|(p, _, _)| line.starts_with(p.as_str())) {
-        let (_, status, body) = s.failures.remove(i);
-        return reply(status, &[], body);
-    }
     match path.as_str() {
         "/cinder/" => {
             return reply(300, &[], json!({"versions": [{"id": "v3.0", "status": "CURRENT",
@@ -254,7 +256,7 @@ async fn handle(
         .token_expiry
         .get(token)
         .is_none_or(|t| std::time::Instant::now() >= *t);
-    if !s.valid_tokens.contains(token) || expired {
+    if !s.valid_tokens.contains(token) || expired || s.reject_all_tokens {
         return reply(401, &[], json!({"error": {"code": 401, "title": "Unauthorized",
             "message": "The request you have made requires authentication."}}));
     }
@@ -298,6 +300,14 @@ async fn handle(
                 json!([])
             };
             reply(200, &[], json!({"volumes": page, "volumes_links": links}))
+        }
+        (Method::GET, ["cinder", "v3", "volumes"]) => {
+            let vols: Vec<Value> = s
+                .volumes
+                .values()
+                .map(|v| json!({"id": v["id"], "name": v["name"], "links": []}))
+                .collect();
+            reply(200, &[], json!({"volumes": vols}))
         }
         (Method::GET, ["cinder", "v3", "volumes", id]) => {
             let id = id.to_string();
