@@ -8,10 +8,13 @@
 pub mod app;
 pub mod cli;
 pub mod cloud;
+pub mod config;
 pub mod csi;
 pub mod driver;
 pub mod host;
+pub mod http_endpoint;
 pub mod metadata;
+pub mod metrics;
 pub mod server;
 pub mod telemetry;
 pub mod version;

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -12,6 +13,8 @@ use tonic::codegen::http;
 use tonic::transport::server::Router;
 use tower::{Layer, Service};
 use tracing::Instrument;
+
+use crate::metrics::Metrics;
 
 /// Where to listen.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -184,19 +187,32 @@ pub async fn shutdown_signal() {
 
 /// Tower layer opening one span per RPC: `rpc{method=… volume_id=…}`. Handlers record the
 /// volume id; the request body (which may hold secrets) is never logged.
-#[derive(Clone, Copy, Default)]
-pub struct RpcSpanLayer;
+/// It also feeds the RPC metrics.
+#[derive(Clone)]
+pub struct RpcSpanLayer {
+    metrics: Arc<Metrics>,
+}
+
+impl RpcSpanLayer {
+    pub fn new(metrics: Arc<Metrics>) -> Self {
+        Self { metrics }
+    }
+}
 
 impl<S> Layer<S> for RpcSpanLayer {
     type Service = RpcSpan<S>;
     fn layer(&self, inner: S) -> Self::Service {
-        RpcSpan { inner }
+        RpcSpan {
+            inner,
+            metrics: self.metrics.clone(),
+        }
     }
 }
 
 #[derive(Clone)]
 pub struct RpcSpan<S> {
     inner: S,
+    metrics: Arc<Metrics>,
 }
 
 impl<S, B, R> Service<http::Request<B>> for RpcSpan<S>
@@ -223,22 +239,31 @@ where
             .to_string();
         let span = tracing::info_span!("rpc", method = %method, volume_id = tracing::field::Empty);
         let started = Instant::now();
+        let metrics = self.metrics.clone();
         let fut = self.inner.call(req);
         Box::pin(
             async move {
                 let res = fut.await;
-                let ms = started.elapsed().as_secs_f64() * 1e3;
+                let secs = started.elapsed().as_secs_f64();
+                let ms = secs * 1e3;
                 match &res {
                     Ok(resp) => {
+                        // Errors come trailers-only, so grpc-status is in the headers; a
+                        // successful unary response carries it in the trailers.
                         let code = resp
                             .headers()
                             .get("grpc-status")
                             .and_then(|v| v.to_str().ok())
-                            .unwrap_or("0")
-                            .to_string();
-                        tracing::debug!(duration_ms = ms, grpc_status = %code, "rpc done");
+                            .and_then(|v| v.parse::<i32>().ok())
+                            .map(tonic::Code::from_i32)
+                            .unwrap_or(tonic::Code::Ok);
+                        metrics.observe_rpc(&method, &format!("{code:?}"), secs);
+                        tracing::debug!(duration_ms = ms, code = ?code, "rpc done");
                     }
-                    Err(e) => tracing::warn!(duration_ms = ms, error = %e, "rpc transport error"),
+                    Err(e) => {
+                        metrics.observe_rpc(&method, "Transport", secs);
+                        tracing::warn!(duration_ms = ms, error = %e, "rpc transport error")
+                    }
                 }
                 res
             }

@@ -30,6 +30,8 @@ use super::error::{quote, ConfigError, Location};
 pub(crate) struct IniSection {
     /// Lower-cased section name (`global`).
     pub name: String,
+    /// The name as written, for messages about sections cinder-csi ignores.
+    pub raw_name: String,
     /// The subsection name, exactly as written (unescaped).
     pub subsection: Option<String>,
     /// Line of the header.
@@ -40,7 +42,8 @@ pub(crate) struct IniSection {
 impl IniSection {
     /// Label for messages, e.g. `[Global "east"]`.
     pub fn label(&self) -> String {
-        section_label(&self.name, self.subsection.as_deref())
+        let name = canonical_section(&self.name).unwrap_or(&self.raw_name);
+        section_label(name, self.subsection.as_deref())
     }
 }
 
@@ -65,9 +68,9 @@ fn canonical_section(lower: &str) -> Option<&'static str> {
     }
 }
 
-/// `[Global]`, `[Global "east"]`, or `[whatever]` for unknown sections.
-pub(crate) fn section_label(lower: &str, subsection: Option<&str>) -> String {
-    let name = canonical_section(lower).unwrap_or(lower);
+/// `[Global]`, `[Global "east"]`, or `[Name]` as given for unknown sections.
+pub(crate) fn section_label(name: &str, subsection: Option<&str>) -> String {
+    let name = canonical_section(&name.to_lowercase()).unwrap_or(name);
     match subsection {
         Some(sub) => format!("[{name} {}]", quote(sub)),
         None => format!("[{name}]"),
@@ -191,7 +194,9 @@ impl<'a> Parser<'a> {
                     return Err(bad("unterminated subsection name (missing closing '\"')"))
                 }
                 Err(QuoteError::Escape(e)) => {
-                    return Err(bad(&format!("unknown escape sequence \\{e} in subsection name")))
+                    return Err(bad(&format!(
+                        "unknown escape sequence \\{e} in subsection name"
+                    )))
                 }
             };
             if sub.is_empty() {
@@ -220,6 +225,7 @@ impl<'a> Parser<'a> {
         }
         self.sections.push(IniSection {
             name: name.to_lowercase(),
+            raw_name: name.to_string(),
             subsection,
             line,
             entries: Vec::new(),
@@ -271,7 +277,11 @@ impl<'a> Parser<'a> {
         };
 
         let section = self.sections.last_mut().expect("checked above");
-        let id = (section.name.clone(), section.subsection.clone(), key.clone());
+        let id = (
+            section.name.clone(),
+            section.subsection.clone(),
+            key.clone(),
+        );
         if let Some(first) = self.seen.get(&id) {
             return Err(ConfigError::Key {
                 at: Location::at(self.file, line),
@@ -309,14 +319,11 @@ impl<'a> Parser<'a> {
                 if in_quote {
                     match c {
                         '"' => in_quote = false,
-                        '\\' => match chars.next() {
-                            Some('"') => out.push('"'),
-                            Some('\\') => out.push('\\'),
-                            Some('n') => out.push('\n'),
-                            Some('t') => out.push('\t'),
-                            Some(other) => {
+                        '\\' => match chars.next().map(|e| (e, unescape(e))) {
+                            Some((_, Some(u))) => out.push(u),
+                            Some((e, None)) => {
                                 return Err(err(&format!(
-                                    "unknown escape sequence \\{other} in quoted value \
+                                    "unknown escape sequence \\{e} in quoted value \
                                      (use \\\", \\\\, \\n or \\t)"
                                 )))
                             }
@@ -370,6 +377,17 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// The character an escape `\c` inside quotes stands for (gcfg's set).
+fn unescape(c: char) -> Option<char> {
+    match c {
+        '"' => Some('"'),
+        '\\' => Some('\\'),
+        'n' => Some('\n'),
+        't' => Some('\t'),
+        _ => None,
+    }
+}
+
 enum QuoteError {
     Unterminated,
     Escape(char),
@@ -383,12 +401,9 @@ fn unquote_to_close(s: &str) -> Result<(String, &str), QuoteError> {
     while let Some((i, c)) = iter.next() {
         match c {
             '"' => return Ok((out, &s[i + 1..])),
-            '\\' => match iter.next() {
-                Some((_, '"')) => out.push('"'),
-                Some((_, '\\')) => out.push('\\'),
-                Some((_, 'n')) => out.push('\n'),
-                Some((_, 't')) => out.push('\t'),
-                Some((_, other)) => return Err(QuoteError::Escape(other)),
+            '\\' => match iter.next().map(|(_, e)| (e, unescape(e))) {
+                Some((_, Some(u))) => out.push(u),
+                Some((e, None)) => return Err(QuoteError::Escape(e)),
                 None => return Err(QuoteError::Unterminated),
             },
             c => out.push(c),

@@ -227,3 +227,11 @@ pub(crate) fn parse_duration(s: &str) -> Option<Duration> {
     }
     Some(Duration::from_nanos(u64::try_from(nanos).ok()?))
 }
+
+/// `http://…` or `https://…` with something after the scheme.
+pub(crate) fn is_http_url(s: &str) -> bool {
+    let lower = s.to_ascii_lowercase();
+    ["http://", "https://"]
+        .iter()
+        .any(|scheme| lower.starts_with(scheme) && lower.len() > scheme.len())
+}

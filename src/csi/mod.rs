@@ -6,6 +6,7 @@ pub mod pb {
     tonic::include_proto!("csi.v1");
 }
 
+pub mod client;
 pub mod controller;
 pub mod convert;
 pub mod identity;

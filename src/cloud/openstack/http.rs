@@ -28,9 +28,6 @@ pub async fn build_client(opts: &OpenStackOptions) -> Result<reqwest::Client, St
     let material = tokio::task::spawn_blocking(move || read_tls_files(&tls))
         .await
         .map_err(|e| format!("reading TLS files: {e}"))??;
-    // reqwest is built without a default crypto provider; ring is the one we ship. Installing
-    // twice (several clouds) is harmless: the first one stays.
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let mut b = reqwest::Client::builder()
         .user_agent(user_agent())
         .connect_timeout(opts.connect_timeout)

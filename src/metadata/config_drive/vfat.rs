@@ -1,0 +1,100 @@
+//! VFAT config drives, through `fatfs` (long file names come with its `alloc` feature; names
+//! compare without case, long or 8.3). The device is wrapped so that any write fatfs might
+//! attempt fails: a config drive is never modified.
+
+use std::fs::File;
+use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
+
+use super::{Found, META_DATA_PATH};
+use crate::metadata::document::MAX_DOCUMENT_BYTES;
+
+/// A damaged FAT can chain a directory into a cycle; stop listing long before that matters.
+/// A config drive directory holds a handful of entries.
+const MAX_DIR_ENTRIES: usize = 4096;
+
+type Fs = fatfs::FileSystem<ReadOnly<BufReader<File>>>;
+type Dir<'a> = fatfs::Dir<'a, ReadOnly<BufReader<File>>>;
+type Entry<'a> = fatfs::DirEntry<'a, ReadOnly<BufReader<File>>>;
+
+/// Errors are messages about a damaged file system.
+pub(super) fn read(file: File) -> Result<Found, String> {
+    let damaged = |what: &str, e: io::Error| format!("FAT file system is damaged: {what}: {e}");
+    let fs: Fs = fatfs::FileSystem::new(ReadOnly(BufReader::new(file)), fatfs::FsOptions::new())
+        .map_err(|e| damaged("boot sector", e))?;
+    // blkid reports the root directory's label entry when there is one, else the boot sector's.
+    let label = match fs.read_volume_label_from_root_dir() {
+        Ok(Some(label)) => label,
+        Ok(None) => fs.volume_label(),
+        Err(e) => return Err(damaged("root directory", e)),
+    };
+    let found = |contents| Found {
+        format: "FAT",
+        label: label.clone(),
+        searched: "long and 8.3 names".into(),
+        contents,
+    };
+
+    let (file_name, dirs) = META_DATA_PATH.split_last().expect("path is not empty");
+    let mut dir = fs.root_dir();
+    for name in dirs {
+        match lookup(&dir, name, true).map_err(|e| damaged(name, e))? {
+            Some(entry) => dir = entry.to_dir(),
+            None => return Ok(found(None)),
+        }
+    }
+    let Some(entry) = lookup(&dir, file_name, false).map_err(|e| damaged("latest", e))? else {
+        return Ok(found(None));
+    };
+    if entry.len() > MAX_DOCUMENT_BYTES {
+        return Ok(found(Some(Err(super::too_large(entry.len())))));
+    }
+    let mut bytes = Vec::with_capacity(entry.len() as usize);
+    // `take` also bounds a cluster chain that loops.
+    let contents = entry
+        .to_file()
+        .take(entry.len())
+        .read_to_end(&mut bytes)
+        .map(|_| bytes)
+        .map_err(|e| format!("cannot read {}: {e}", META_DATA_PATH.join("/")));
+    Ok(found(Some(contents)))
+}
+
+fn lookup<'a>(dir: &Dir<'a>, name: &str, want_dir: bool) -> io::Result<Option<Entry<'a>>> {
+    for entry in dir.iter().take(MAX_DIR_ENTRIES) {
+        let entry = entry?;
+        let matches = entry.file_name().eq_ignore_ascii_case(name)
+            || entry.short_file_name().eq_ignore_ascii_case(name);
+        if matches && entry.is_dir() == want_dir {
+            return Ok(Some(entry));
+        }
+    }
+    Ok(None)
+}
+
+/// Passes reads and seeks through; refuses writes.
+pub(super) struct ReadOnly<T>(T);
+
+impl<T: Read> Read for ReadOnly<T> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl<T: Seek> Seek for ReadOnly<T> {
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        self.0.seek(pos)
+    }
+}
+
+impl<T> Write for ReadOnly<T> {
+    fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+        Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            "the config drive is read-only to cinder-csi",
+        ))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,190 @@
+//! Startup contract: configuration errors exit 64 with one clear line before anything binds.
+
+use std::process::Command;
+
+fn run(args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_cinder-csi"))
+        .args(args)
+        .output()
+        .expect("run cinder-csi");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn config_errors_exit_64_before_binding() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("csi.sock");
+    let ep = format!("unix://{}", sock.display());
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec!["--endpoint".into(), "foo".into()],
+            "expected unix:///abs/path.sock",
+        ),
+        (
+            vec!["--endpoint".into(), "unix://rel.sock".into()],
+            "must be absolute",
+        ),
+        (
+            vec![
+                "--endpoint".into(),
+                ep.clone(),
+                "--backend".into(),
+                "local".into(),
+            ],
+            "--backend local needs --local-dir",
+        ),
+        (
+            vec![
+                "--endpoint".into(),
+                ep.clone(),
+                "--provide-controller-service=false".into(),
+                "--provide-node-service=false".into(),
+            ],
+            "leave nothing to serve",
+        ),
+        (
+            vec![
+                "--endpoint".into(),
+                ep.clone(),
+                "--mode".into(),
+                "sideways".into(),
+            ],
+            "invalid value",
+        ),
+        (
+            vec![
+                "--endpoint".into(),
+                ep.clone(),
+                "--log-level".into(),
+                "=[".into(),
+            ],
+            "--log-level",
+        ),
+        (
+            vec![
+                "--endpoint".into(),
+                ep.clone(),
+                "--kubelet-dir".into(),
+                "rel".into(),
+            ],
+            "absolute",
+        ),
+    ];
+    for (args, want) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, stderr) = run(&args);
+        assert_eq!(code, Some(64), "{args:?}: stderr {stderr}");
+        assert!(
+            stderr.contains(want),
+            "{args:?}: expected {want:?} in {stderr:?}"
+        );
+        assert!(
+            !sock.exists(),
+            "{args:?}: socket was bound despite the config error"
+        );
+    }
+}
+
+#[test]
+fn refuses_to_replace_a_regular_file_at_the_socket_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("csi.sock");
+    std::fs::write(&sock, b"precious").unwrap();
+    let ep = format!("unix://{}", sock.display());
+    let (code, stderr) = run(&[
+        "--endpoint",
+        &ep,
+        "--mode",
+        "node",
+        "--backend",
+        "local",
+        "--local-dir",
+        dir.path().to_str().unwrap(),
+        "--node-id",
+        "n1",
+    ]);
+    assert_ne!(code, Some(0));
+    assert!(stderr.contains("not a socket"), "{stderr}");
+    assert_eq!(std::fs::read(&sock).unwrap(), b"precious");
+}
+
+#[test]
+fn help_lists_the_flags_and_version_has_the_revision() {
+    let out = Command::new(env!("CARGO_BIN_EXE_cinder-csi"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for flag in [
+        "--endpoint",
+        "--mode",
+        "--backend",
+        "--local-dir",
+        "--cloud-config",
+        "--cloud-name",
+        "--cluster",
+        "--with-topology",
+        "--additional-topology",
+        "--node-id",
+        "--driver-name",
+        "--kubelet-dir",
+        "--http-endpoint",
+        "--log-format",
+        "--log-level",
+        "--provide-controller-service",
+        "--provide-node-service",
+    ] {
+        assert!(help.contains(flag), "--help lacks {flag}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_cinder-csi"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    let v = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        v.contains(env!("CARGO_PKG_VERSION")) && v.contains("git "),
+        "{v}"
+    );
+}
+
+#[test]
+fn cloud_config_errors_exit_64_naming_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("csi.sock");
+    let ep = format!("unix://{}", sock.display());
+    let conf = dir.path().join("cloud.conf");
+    std::fs::write(
+        &conf,
+        "[Global]\nauth-url = http://127.0.0.1:5000/v3\ntls-insecure = maybe\n",
+    )
+    .unwrap();
+    let conf_arg = format!("--cloud-config={}", conf.display());
+    let (code, stderr) = run(&["--endpoint", &ep, "--mode", "controller", &conf_arg]);
+    assert_eq!(code, Some(64), "{stderr}");
+    let want = format!("{}:3", conf.display());
+    assert!(
+        stderr.contains(&want) && stderr.contains("tls-insecure"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "one clear line: {stderr}");
+    assert!(!sock.exists());
+
+    let missing = format!("--cloud-config={}", dir.path().join("nope.conf").display());
+    let (code, stderr) = run(&["--endpoint", &ep, "--mode", "controller", &missing]);
+    assert_eq!(code, Some(64), "{stderr}");
+    assert!(stderr.contains("nope.conf"), "{stderr}");
+
+    let (code, stderr) = run(&["--endpoint", &ep, "--mode", "controller"]);
+    assert_eq!(code, Some(64), "{stderr}");
+    assert!(stderr.contains("--cloud-config"), "{stderr}");
+
+    std::fs::write(&conf, "[Global]\nusername = u\n").unwrap();
+    let (code, stderr) = run(&["--endpoint", &ep, "--mode", "controller", &conf_arg]);
+    assert_eq!(code, Some(64), "{stderr}");
+    assert!(stderr.contains("auth-url"), "{stderr}");
+    assert!(!sock.exists());
+}
