@@ -12,8 +12,8 @@ use super::http::{Answer, Http};
 use super::keystone::Keystone;
 use super::metrics::Op;
 use super::microversion::{
-    parse_versions, service_root, Microversion, Negotiated, CINDER_BASE, CINDER_WANTED,
-    NOVA_BASE, NOVA_WANTED,
+    parse_versions, service_root, Microversion, Negotiated, CINDER_BASE, CINDER_WANTED, NOVA_BASE,
+    NOVA_WANTED,
 };
 use crate::cloud::{CloudError, Resource};
 
@@ -148,9 +148,12 @@ impl Api {
 
     /// The project the token is scoped to (quota lookups need it in the path).
     pub async fn project_id(&self) -> Result<String, CloudError> {
-        self.keystone.session().await?.project_id.clone().ok_or_else(|| {
-            CloudError::Internal("the Keystone token names no project".to_string())
-        })
+        self.keystone
+            .session()
+            .await?
+            .project_id
+            .clone()
+            .ok_or_else(|| CloudError::Internal("the Keystone token names no project".to_string()))
     }
 
     async fn send(
@@ -225,7 +228,11 @@ impl Api {
         }
         .to_string();
         let root = service_root(&endpoint);
-        let first = match self.http.execute(op, self.http.client.get(&root), &[300]).await {
+        let first = match self
+            .http
+            .execute(op, self.http.client.get(&root), &[300])
+            .await
+        {
             Ok(ans) => parse_versions(&ans.body, prefix, base),
             Err(e) if e.status.is_none_or(|s| s.is_server_error()) => {
                 return Err(e.into_cloud(Resource::Volume, &root));
@@ -333,7 +340,10 @@ mod tests {
             join("http://h:8776/v3", "volumes/detail"),
             "http://h:8776/v3/volumes/detail"
         );
-        assert_eq!(join("http://h:8776/v3/p/", "/volumes"), "http://h:8776/v3/p/volumes");
+        assert_eq!(
+            join("http://h:8776/v3/p/", "/volumes"),
+            "http://h:8776/v3/p/volumes"
+        );
         assert_eq!(join("http://h:8776/v3", ""), "http://h:8776/v3/");
     }
 }

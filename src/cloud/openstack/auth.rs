@@ -1,8 +1,8 @@
 //! Which Keystone v3 auth method the cloud.conf keys select, and the request body for it.
 //! Checked when the adapter is built, so a bad combination fails at startup naming the keys.
 //!
-//! Precedence (upstream `AuthOpts`): application credential, then trust, then a preset token,
-//! then password.
+//! Precedence, as `config::GlobalConfig::validate` checks it: trust, then a preset token, then
+//! application credential, then password.
 
 use serde_json::{json, Value};
 
@@ -27,35 +27,21 @@ enum Identity {
 
 impl AuthMethod {
     pub fn from_options(o: &AuthOptions) -> Result<Self, String> {
-        if o.application_credential_id.is_some() || o.application_credential_name.is_some() {
-            return app_credential(o);
-        }
         if let Some(trust) = &o.trust_id {
-            let user_id = o.trustee_id.as_ref().or(o.user_id.as_ref()).ok_or(
-                "trust-id needs trustee-id (or user-id): the user the trust was delegated to",
-            )?;
-            let password = o
-                .trustee_password
-                .as_ref()
-                .or(o.password.as_ref())
-                .ok_or("trust-id needs trustee-password (or password)")?;
-            return Ok(Self {
-                identity: Identity::Password {
-                    user: json!({ "id": user_id }),
-                    password: password.clone(),
-                },
-                scope: Some(json!({ "OS-TRUST:trust": { "id": trust } })),
-                description: format!("trust {trust} as trustee {user_id}"),
-            });
+            return trust_method(o, trust);
         }
-        let (scope, project) = project_scope(o)?;
         if let Some(token) = &o.token {
+            let (scope, project) = project_scope(o)?;
             return Ok(Self {
                 identity: Identity::Token(token.clone()),
                 scope: Some(scope),
                 description: format!("preset token for project {project}"),
             });
         }
+        if o.application_credential_id.is_some() || o.application_credential_name.is_some() {
+            return app_credential(o);
+        }
+        let (scope, project) = project_scope(o)?;
         let password = o.password.as_ref().ok_or(
             "no credentials: set password (with username or user-id), \
              application-credential-id/-name with application-credential-secret, \
@@ -95,10 +81,34 @@ impl AuthMethod {
     }
 }
 
+/// The trustee (`trustee-id`, else the user keys) with its password, scoped to the trust.
+fn trust_method(o: &AuthOptions, trust: &str) -> Result<AuthMethod, String> {
+    let (user, who) = match &o.trustee_id {
+        Some(id) => (json!({ "id": id }), id.clone()),
+        None => user_ref(o).map_err(|e| {
+            format!("trust-id needs trustee-id (or user-id / username): the user the trust was delegated to ({e})")
+        })?,
+    };
+    let password = o
+        .trustee_password
+        .as_ref()
+        .or(o.password.as_ref())
+        .ok_or("trust-id needs trustee-password (or password)")?;
+    Ok(AuthMethod {
+        identity: Identity::Password {
+            user,
+            password: password.clone(),
+        },
+        scope: Some(json!({ "OS-TRUST:trust": { "id": trust } })),
+        description: format!("trust {trust} as trustee {who}"),
+    })
+}
+
 fn app_credential(o: &AuthOptions) -> Result<AuthMethod, String> {
-    let secret = o.application_credential_secret.clone().ok_or(
-        "application-credential-id/-name needs application-credential-secret",
-    )?;
+    let secret = o
+        .application_credential_secret
+        .clone()
+        .ok_or("application-credential-id/-name needs application-credential-secret")?;
     // An application credential carries its own project: sending a scope is an error.
     if let Some(id) = &o.application_credential_id {
         return Ok(AuthMethod {
@@ -112,7 +122,9 @@ fn app_credential(o: &AuthOptions) -> Result<AuthMethod, String> {
     }
     let name = o.application_credential_name.as_deref().unwrap_or_default();
     let (user, who) = user_ref(o).map_err(|e| {
-        format!("application-credential-name needs its owner (user-id, or username with a domain): {e}")
+        format!(
+            "application-credential-name needs its owner (user-id, or username with a domain): {e}"
+        )
     })?;
     Ok(AuthMethod {
         identity: Identity::AppCredential {
@@ -151,9 +163,11 @@ fn project_scope(o: &AuthOptions) -> Result<(Value, String), String> {
         return Ok((json!({ "project": { "id": id } }), id.clone()));
     }
     let Some(name) = &o.project_name else {
-        return Err("tenant-id or tenant-name is required: Cinder and Nova need a \
+        return Err(
+            "tenant-id or tenant-name is required: Cinder and Nova need a \
                     project-scoped token"
-            .into());
+                .into(),
+        );
     };
     let domain = domain(
         o.project_domain_id.as_ref().or(o.domain_id.as_ref()),

@@ -91,7 +91,9 @@ pub fn select(
          os-endpoint-type",
         types.join(" / "),
         interface.as_str(),
-        region.map(|r| format!(" in region {r}")).unwrap_or_default(),
+        region
+            .map(|r| format!(" in region {r}"))
+            .unwrap_or_default(),
         if offered.is_empty() {
             "none".to_string()
         } else {
@@ -156,7 +158,10 @@ mod tests {
         let e = select(&c, BLOCK_STORAGE_TYPES, Interface::Public, None).unwrap_err();
         assert!(e.contains("RegionOne, RegionTwo"), "{e}");
         let e = select(&c, COMPUTE_TYPES, Interface::Admin, None).unwrap_err();
-        assert!(e.contains("no compute endpoint with interface admin"), "{e}");
+        assert!(
+            e.contains("no compute endpoint with interface admin"),
+            "{e}"
+        );
         assert!(e.contains("compute public in RegionOne"), "{e}");
         let e = select(&c, COMPUTE_TYPES, Interface::Public, Some("RegionNine")).unwrap_err();
         assert!(e.contains("in region RegionNine"), "{e}");

@@ -51,7 +51,8 @@ pub async fn build_client(opts: &OpenStackOptions) -> Result<reqwest::Client, St
         );
         b = b.tls_danger_accept_invalid_certs(true);
     }
-    b.build().map_err(|e| format!("building the HTTP client: {e}"))
+    b.build()
+        .map_err(|e| format!("building the HTTP client: {e}"))
 }
 
 struct TlsMaterial {

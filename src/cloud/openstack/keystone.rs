@@ -199,7 +199,10 @@ impl Keystone {
                 request_id,
             },
             Some(s) if (400..500).contains(&s) => CloudError::BadRequest {
-                message: format!("{context} (HTTP {s}; is auth-url the Keystone URL?): {}", e.message),
+                message: format!(
+                    "{context} (HTTP {s}; is auth-url the Keystone URL?): {}",
+                    e.message
+                ),
                 request_id,
             },
             _ => CloudError::Unavailable {

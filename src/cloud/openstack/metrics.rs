@@ -88,15 +88,22 @@ struct OpCounters {
     buckets: [AtomicU64; LATENCY_BUCKETS.len() + 1],
 }
 
+/// Where else each request is reported (the Prometheus registry, wired in `app`).
+pub trait ApiObserver: Send + Sync {
+    fn observe(&self, op: Op, latency: Duration, failed: bool);
+}
+
 /// Shared counters of one cloud's adapter (or of several, when `app` passes the same `Arc`).
 pub struct ApiMetrics {
     ops: Vec<OpCounters>,
+    observer: Option<Box<dyn ApiObserver>>,
 }
 
 impl Default for ApiMetrics {
     fn default() -> Self {
         Self {
             ops: Op::ALL.iter().map(|_| OpCounters::default()).collect(),
+            observer: None,
         }
     }
 }
@@ -104,6 +111,14 @@ impl Default for ApiMetrics {
 impl ApiMetrics {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Counters that also report every request to `observer`.
+    pub fn with_observer(observer: impl ApiObserver + 'static) -> Self {
+        Self {
+            observer: Some(Box::new(observer)),
+            ..Self::default()
+        }
     }
 
     /// Record one finished request. `failed` = transport error or an HTTP error status.
@@ -121,6 +136,9 @@ impl ApiMetrics {
             .position(|b| secs <= *b)
             .unwrap_or(LATENCY_BUCKETS.len());
         c.buckets[idx].fetch_add(1, Ordering::Relaxed);
+        if let Some(o) = &self.observer {
+            o.observe(op, latency, failed);
+        }
     }
 
     pub fn snapshot(&self) -> MetricsSnapshot {
@@ -223,6 +241,26 @@ mod tests {
         assert_eq!(d.requests(Service::Cinder), 1);
         assert_eq!(d.get(Op::VolumeGet).requests, 1);
         assert_eq!(d.get(Op::VolumeCreate).requests, 0);
+    }
+
+    #[test]
+    fn observer_sees_every_request() {
+        use std::sync::{Arc, Mutex};
+        struct Log(Arc<Mutex<Vec<(&'static str, bool)>>>);
+        impl ApiObserver for Log {
+            fn observe(&self, op: Op, _latency: Duration, failed: bool) {
+                self.0.lock().unwrap().push((op.name(), failed));
+            }
+        }
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let m = ApiMetrics::with_observer(Log(seen.clone()));
+        m.record(Op::ServerAttach, Duration::from_millis(1), false);
+        m.record(Op::KeystoneToken, Duration::from_millis(1), true);
+        assert_eq!(
+            *seen.lock().unwrap(),
+            vec![("server_attach", false), ("keystone_token", true)]
+        );
+        assert_eq!(m.snapshot().get(Op::ServerAttach).requests, 1);
     }
 
     #[test]

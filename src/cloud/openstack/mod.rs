@@ -33,7 +33,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio::time::Instant;
 
-pub use metrics::{ApiMetrics, MetricsSnapshot, Op, Service};
+pub use metrics::{ApiMetrics, ApiObserver, MetricsSnapshot, Op, Service};
 pub use options::{AuthOptions, Interface, OpenStackOptions, Secret, TlsOptions};
 
 use super::{

@@ -3,7 +3,6 @@
 //! so the conversion is a plain copy; which auth method they select is decided in
 //! `keystone.rs`, with errors naming the keys to fix.
 
-use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -14,52 +13,11 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// server, so a POST attach during a storm may wait for the attaches queued before it.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// A credential. `Debug`/`Display` print `<redacted>`; [`Secret::expose`] is called only where the
-/// value goes on the wire.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-
-    /// The secret value. Never log it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<redacted>")
-    }
-}
-
-impl fmt::Display for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<redacted>")
-    }
-}
-
 /// Catalog interface (`os-endpoint-type`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Interface {
-    #[default]
-    Public,
-    Internal,
-    Admin,
-}
-
-impl Interface {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Public => "public",
-            Self::Internal => "internal",
-            Self::Admin => "admin",
-        }
-    }
-}
+pub use crate::config::EndpointType as Interface;
+/// Credentials are `config::Secret`s: `Debug`/`Display` print `<redacted>`, and `expose` is
+/// called only where the value goes on the wire.
+pub use crate::config::Secret;
 
 /// Keystone credentials, one field per cloud.conf key (`None` = unset).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -145,7 +103,7 @@ mod tests {
             application_credential_secret: Some(Secret::new("appsecret")),
             ..Default::default()
         };
-        let text = format!("{auth:?} {}", Secret::new("x"));
+        let text = format!("{auth:?}");
         assert!(!text.contains("hunter2"), "{text}");
         assert!(!text.contains("appsecret"), "{text}");
         assert!(text.contains("<redacted>"));

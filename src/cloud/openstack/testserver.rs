@@ -112,7 +112,8 @@ impl Fake {
     pub fn add_volume(&self, id: &str, status: &str, script: Vec<Step>) {
         self.with(|s| {
             let t = s.tick();
-            s.volumes.insert(id.to_string(), volume_json(id, status, 1, t));
+            s.volumes
+                .insert(id.to_string(), volume_json(id, status, 1, t));
             s.scripts.insert(id.to_string(), script.into());
         });
     }
@@ -123,6 +124,11 @@ impl Fake {
 }
 
 impl FakeState {
+    /// Replace the remaining script of a volume.
+    pub fn script(&mut self, id: &str, steps: Vec<Step>) {
+        self.scripts.insert(id.to_string(), steps.into());
+    }
+
     fn tick(&mut self) -> String {
         self.clock += 1;
         let t = DateTime::<Utc>::from_timestamp(1_780_000_000, 0).unwrap()
@@ -171,19 +177,23 @@ fn volume_json(id: &str, status: &str, size: u64, created: String) -> Value {
 
 fn reply(status: u16, headers: &[(&str, String)], body: Value) -> Response {
     let mut r = (StatusCode::from_u16(status).unwrap(), axum::Json(body)).into_response();
-    r.headers_mut().insert(
-        "x-openstack-request-id",
-        "req-fake-0001".parse().unwrap(),
-    );
+    r.headers_mut()
+        .insert("x-openstack-request-id", "req-fake-0001".parse().unwrap());
     for (k, v) in headers {
-        r.headers_mut()
-            .insert(axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(), v.parse().unwrap());
+        r.headers_mut().insert(
+            axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+            v.parse().unwrap(),
+        );
     }
     r
 }
 
 fn not_found(what: &str) -> Response {
-    reply(404, &[], json!({"itemNotFound": {"code": 404, "message": format!("{what} could not be found.")}}))
+    reply(
+        404,
+        &[],
+        json!({"itemNotFound": {"code": 404, "message": format!("{what} could not be found.")}}),
+    )
 }
 
 type AppState = (Arc<Mutex<FakeState>>, String);
@@ -206,7 +216,11 @@ async fn handle(
         None => format!("{method} {path}"),
     };
     s.log.push(line.clone());
-    if let Some(i) = s.failures.iter().position(|(p, _, _)| line.starts_with(p.as_str())) {
+    if let Some(i) = s
+        .failures
+        .iter()
+        .position(|(p, _, _)| line.starts_with(p.as_str()))
+    {
         let (_, status, body) = s.failures.remove(i);
         return reply(status, &[], body);
     }
@@ -227,24 +241,32 @@ async fn handle(
             201,
             &[("x-subject-token", token)],
             json!({"token": {
-                "methods": ["password"], "expires_at": fmt(expires), "issued_at": fmt(issued),
-                "project": {"id": "proj-1", "name": "demo", "domain": {"id": "default"}},
-                "user": {"id": "u", "name": "demo", "domain": {"id": "default"}},
-                "catalog": [
-                    {"type": "identity", "endpoints": ep(format!("{base}/identity/v3"))},
-                    {"type": "block-storage", "endpoints": ep(format!("{base}/cinder/v3"))},
-                    {"type": "compute", "endpoints": ep(format!("{base}/nova/v2.1"))}
-                ]}}),
+            "methods": ["password"], "expires_at": fmt(expires), "issued_at": fmt(issued),
+            "project": {"id": "proj-1", "name": "demo", "domain": {"id": "default"}},
+            "user": {"id": "u", "name": "demo", "domain": {"id": "default"}},
+            "catalog": [
+                {"type": "identity", "endpoints": ep(format!("{base}/identity/v3"))},
+                {"type": "block-storage", "endpoints": ep(format!("{base}/cinder/v3"))},
+                {"type": "compute", "endpoints": ep(format!("{base}/nova/v2.1"))}
+            ]}}),
         );
     }
     match path.as_str() {
         "/cinder/" => {
-            return reply(300, &[], json!({"versions": [{"id": "v3.0", "status": "CURRENT",
-                "version": s.cinder_max, "min_version": "3.0", "links": []}]}))
+            return reply(
+                300,
+                &[],
+                json!({"versions": [{"id": "v3.0", "status": "CURRENT",
+                "version": s.cinder_max, "min_version": "3.0", "links": []}]}),
+            )
         }
         "/nova/" => {
-            return reply(200, &[], json!({"versions": [{"id": "v2.1", "status": "CURRENT",
-                "version": "2.96", "min_version": "2.1", "links": []}]}))
+            return reply(
+                200,
+                &[],
+                json!({"versions": [{"id": "v2.1", "status": "CURRENT",
+                "version": "2.96", "min_version": "2.1", "links": []}]}),
+            )
         }
         _ => {}
     }
@@ -257,15 +279,23 @@ async fn handle(
         .get(token)
         .is_none_or(|t| std::time::Instant::now() >= *t);
     if !s.valid_tokens.contains(token) || expired || s.reject_all_tokens {
-        return reply(401, &[], json!({"error": {"code": 401, "title": "Unauthorized",
-            "message": "The request you have made requires authentication."}}));
+        return reply(
+            401,
+            &[],
+            json!({"error": {"code": 401, "title": "Unauthorized",
+            "message": "The request you have made requires authentication."}}),
+        );
     }
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
     match (method.clone(), segs.as_slice()) {
         (Method::GET, ["cinder", "v3", "volumes", "detail"]) => {
             if s.refuse_time_filter && query.contains_key("updated_at") {
-                return reply(400, &[], json!({"badRequest": {"code": 400,
-                    "message": "Invalid filters updated_at are found in query options."}}));
+                return reply(
+                    400,
+                    &[],
+                    json!({"badRequest": {"code": 400,
+                    "message": "Invalid filters updated_at are found in query options."}}),
+                );
             }
             let ids: Vec<String> = s.volumes.keys().cloned().collect();
             for id in &ids {
@@ -280,7 +310,10 @@ async fn handle(
                 .values()
                 .filter(|v| match &since {
                     Some(t) => {
-                        let changed = v["updated_at"].as_str().or(v["created_at"].as_str()).unwrap_or("");
+                        let changed = v["updated_at"]
+                            .as_str()
+                            .or(v["created_at"].as_str())
+                            .unwrap_or("");
                         changed[..19] >= t[..19]
                     }
                     None => true,
@@ -292,7 +325,10 @@ async fn handle(
                 .get("marker")
                 .and_then(|m| vols.iter().position(|v| v["id"] == json!(m)).map(|i| i + 1))
                 .unwrap_or(0);
-            let limit: usize = query.get("limit").and_then(|l| l.parse().ok()).unwrap_or(1000);
+            let limit: usize = query
+                .get("limit")
+                .and_then(|l| l.parse().ok())
+                .unwrap_or(1000);
             let page: Vec<Value> = vols.iter().skip(start).take(limit).cloned().collect();
             let links = if start + page.len() < vols.len() {
                 json!([{"rel": "next", "href": format!("{base}/cinder/v3/volumes/detail?marker=x")}])
@@ -329,13 +365,19 @@ async fn handle(
             s.scripts.insert(id, VecDeque::from([step("available")]));
             reply(202, &[], json!({"volume": v}))
         }
-        (Method::GET, ["cinder", "v3", "messages"]) => reply(200, &[], json!({"messages": [
+        (Method::GET, ["cinder", "v3", "messages"]) => reply(
+            200,
+            &[],
+            json!({"messages": [
             {"id": "m1", "user_message": "create volume:Schedule allocate volume:Could not find any available weighted backend.",
-             "created_at": "2026-01-01T00:00:01.000000", "resource_uuid": query.get("resource_uuid")}]})),
-        (Method::GET, ["nova", "v2.1", "servers", id]) => {
-            reply(200, &[], json!({"server": {"id": id, "name": "node-1", "status": "ACTIVE",
-                "OS-EXT-AZ:availability_zone": "nova"}}))
-        }
+             "created_at": "2026-01-01T00:00:01.000000", "resource_uuid": query.get("resource_uuid")}]}),
+        ),
+        (Method::GET, ["nova", "v2.1", "servers", id]) => reply(
+            200,
+            &[],
+            json!({"server": {"id": id, "name": "node-1", "status": "ACTIVE",
+                "OS-EXT-AZ:availability_zone": "nova"}}),
+        ),
         _ => not_found(&format!("route {method} {path}")),
     }
 }

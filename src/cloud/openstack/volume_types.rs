@@ -47,7 +47,10 @@ impl OpenStack {
         if uuid::Uuid::parse_str(name_or_id).is_ok() {
             match self
                 .api
-                .cinder(Request::get(Op::VolumeTypeGet, format!("types/{name_or_id}")))
+                .cinder(Request::get(
+                    Op::VolumeTypeGet,
+                    format!("types/{name_or_id}"),
+                ))
                 .await
             {
                 Ok(ans) => {

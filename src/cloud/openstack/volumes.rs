@@ -54,7 +54,10 @@ impl OpenStack {
                 self.api
                     .cinder_version()
                     .await?
-                    .require(CINDER_CREATE_FROM_BACKUP, "restoring a backup into a new volume")
+                    .require(
+                        CINDER_CREATE_FROM_BACKUP,
+                        "restoring a backup into a new volume",
+                    )
                     .map_err(CloudError::Unsupported)?;
                 vol.insert("backup_id".into(), json!(id));
             }
@@ -101,8 +104,8 @@ impl OpenStack {
         filter: &VolumeFilter,
         page: &PageRequest,
     ) -> CloudResult<Page<Volume>> {
-        let mut req = Request::get(Op::VolumeList, "volumes/detail")
-            .query_opt("name", filter.name.clone());
+        let mut req =
+            Request::get(Op::VolumeList, "volumes/detail").query_opt("name", filter.name.clone());
         if !filter.metadata.is_empty() {
             // Cinder reads the filter as a Python literal; JSON is one.
             req = req.query("metadata", json!(filter.metadata).to_string());
@@ -167,12 +170,17 @@ impl OpenStack {
         new_type: &str,
         policy: MigrationPolicy,
     ) -> CloudResult<()> {
-        let body = json!({ "os-retype": { "new_type": new_type, "migration_policy": policy.as_str() } });
+        let body =
+            json!({ "os-retype": { "new_type": new_type, "migration_policy": policy.as_str() } });
         match self
             .api
             .cinder(
-                Request::new(Op::VolumeRetype, Method::POST, format!("volumes/{id}/action"))
-                    .json(body),
+                Request::new(
+                    Op::VolumeRetype,
+                    Method::POST,
+                    format!("volumes/{id}/action"),
+                )
+                .json(body),
             )
             .await
         {

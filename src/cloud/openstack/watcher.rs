@@ -104,7 +104,12 @@ impl Watcher {
 
     /// Wait until `until` holds for volume `id`, an error state, or `deadline`.
     /// For [`VolumeWait::Deleted`] the result is the last state seen before it vanished.
-    pub async fn wait(&self, id: &str, until: &VolumeWait, deadline: Instant) -> CloudResult<Volume> {
+    pub async fn wait(
+        &self,
+        id: &str,
+        until: &VolumeWait,
+        deadline: Instant,
+    ) -> CloudResult<Volume> {
         let mut reg = Registration::new(&self.inner, id);
         let started = Instant::now();
         let mut last: Option<Volume> = None;
@@ -287,10 +292,8 @@ impl Inner {
         &self,
         since: DateTime<Utc>,
     ) -> CloudResult<HashMap<String, VolumeDto>> {
-        let floor = since
-            .duration_trunc(TimeDelta::seconds(1))
-            .unwrap_or(since)
-            - TimeDelta::seconds(1);
+        let floor =
+            since.duration_trunc(TimeDelta::seconds(1)).unwrap_or(since) - TimeDelta::seconds(1);
         let filter = format!("gte:{}", floor.format("%Y-%m-%dT%H:%M:%S"));
         let mut found = HashMap::new();
         let mut marker: Option<String> = None;

@@ -101,27 +101,43 @@ fn volumes_from_the_reference_list() {
     assert!(attached.bootable, "bootable arrives as the string \"true\"");
     assert!(attached.multiattach);
     assert_eq!(attached.availability_zone, "az-2");
-    assert_eq!(attached.snapshot_id.as_deref(), Some("a06b0531-c14b-4a7b-8749-de1378dd1007"));
     assert_eq!(
-        attached.metadata.get("cinder.csi.openstack.org/cluster").map(String::as_str),
+        attached.snapshot_id.as_deref(),
+        Some("a06b0531-c14b-4a7b-8749-de1378dd1007")
+    );
+    assert_eq!(
+        attached
+            .metadata
+            .get("cinder.csi.openstack.org/cluster")
+            .map(String::as_str),
         Some("kubernetes")
     );
-    let a = attached.attached_to("f4fda93b-06e0-4743-8117-bc8bcecd651b").unwrap();
+    let a = attached
+        .attached_to("f4fda93b-06e0-4743-8117-bc8bcecd651b")
+        .unwrap();
     assert_eq!(a.device.as_deref(), Some("/dev/vdb"));
-    assert_eq!(a.attachment_id.as_deref(), Some("3b8b6631-1cf7-4fd7-9afb-c01e541a073c"));
+    assert_eq!(
+        a.attachment_id.as_deref(),
+        Some("3b8b6631-1cf7-4fd7-9afb-c01e541a073c")
+    );
 }
 
 #[test]
 fn change_time_prefers_updated_at() {
     let list: VolumeList = serde_json::from_str(VOLUMES_DETAIL).unwrap();
     let t = |s: &str| parse_time(s).unwrap();
-    assert_eq!(list.volumes[0].changed_at(), Some(t("2018-11-28T06:25:15.288987")));
+    assert_eq!(
+        list.volumes[0].changed_at(),
+        Some(t("2018-11-28T06:25:15.288987"))
+    );
     assert_eq!(list.volumes[1].changed_at(), Some(t("2019-09-30T19:30:34")));
 }
 
 #[test]
 fn every_timestamp_spelling() {
-    let want = DateTime::parse_from_rfc3339("2018-01-15T22:14:05Z").unwrap().with_timezone(&Utc);
+    let want = DateTime::parse_from_rfc3339("2018-01-15T22:14:05Z")
+        .unwrap()
+        .with_timezone(&Utc);
     for s in [
         "2018-01-15T22:14:05.000000Z",
         "2018-01-15T22:14:05Z",
@@ -150,7 +166,8 @@ fn unknown_statuses_are_kept() {
 #[test]
 fn snapshots_from_the_reference() {
     // snapshots-list-detailed-response.json (3.65)
-    let list: SnapshotList = serde_json::from_str(r#"{
+    let list: SnapshotList = serde_json::from_str(
+        r#"{
         "snapshots": [{
             "created_at": "2019-03-11T16:24:36.464445",
             "description": "Daily backup",
@@ -167,7 +184,9 @@ fn snapshots_from_the_reference() {
             "user_id": "c853ca26-e8ea-4797-8a52-ee124a013d0e",
             "consumes_quota": true
         }]
-    }"#).unwrap();
+    }"#,
+    )
+    .unwrap();
     assert!(!has_next(&list.snapshots_links));
     let s = Snapshot::from(list.snapshots.into_iter().next().unwrap());
     assert_eq!(s.id, "d0083dc5-8795-4c1a-bc9c-74f70006c205");
@@ -180,7 +199,8 @@ fn snapshots_from_the_reference() {
 #[test]
 fn backups_from_the_reference() {
     // backup-show-response.json (3.56)
-    let env: BackupEnvelope = serde_json::from_str(r#"{
+    let env: BackupEnvelope = serde_json::from_str(
+        r#"{
         "backup": {
             "availability_zone": null,
             "container": null,
@@ -203,17 +223,23 @@ fn backups_from_the_reference() {
             "user_id": "c853ca26-e8ea-4797-8a52-ee124a013d0e",
             "volume_id": "e763a78b-edc5-48fb-bbb3-fddc1062e27a"
         }
-    }"#).unwrap();
+    }"#,
+    )
+    .unwrap();
     let b = Backup::from(env.backup);
     assert_eq!(b.status, BackupStatus::Creating);
     assert_eq!(b.volume_id, "e763a78b-edc5-48fb-bbb3-fddc1062e27a");
-    assert_eq!((b.size_gib, b.snapshot_id, b.availability_zone), (10, None, None));
+    assert_eq!(
+        (b.size_gib, b.snapshot_id, b.availability_zone),
+        (10, None, None)
+    );
 }
 
 #[test]
 fn volume_types_and_the_multiattach_spec() {
     // volume-type-show-response.json, with the multiattach spec of the multiattach docs.
-    let env: VolumeTypeEnvelope = serde_json::from_str(r#"{
+    let env: VolumeTypeEnvelope = serde_json::from_str(
+        r#"{
         "volume_type": {
             "id": "6685584b-1eac-4da6-b5c3-555430cf68ff",
             "qos_specs_id": null,
@@ -222,19 +248,31 @@ fn volume_types_and_the_multiattach_spec() {
             "is_public": true,
             "extra_specs": {"capabilities": "gpu", "multiattach": "<is> True"}
         }
-    }"#).unwrap();
+    }"#,
+    )
+    .unwrap();
     let t = VolumeType::from(env.volume_type);
     assert_eq!(t.name, "vol-type-001");
     assert!(t.multiattach);
-    for (spec, want) in [("<is> True", true), ("<is>true", true), ("True", true),
-                         ("<is> False", false), ("", false)] {
+    for (spec, want) in [
+        ("<is> True", true),
+        ("<is>true", true),
+        ("True", true),
+        ("<is> False", false),
+        ("", false),
+    ] {
         assert_eq!(is_true_spec(spec), want, "{spec}");
     }
     let list: VolumeTypeList = serde_json::from_str(
         r#"{"volume_types": [{"id": "a", "name": "__DEFAULT__", "extra_specs": {}},
                              {"id": "b", "name": "plain", "is_public": true}]}"#,
-    ).unwrap();
-    assert!(list.volume_types.into_iter().map(VolumeType::from).all(|t| !t.multiattach));
+    )
+    .unwrap();
+    assert!(list
+        .volume_types
+        .into_iter()
+        .map(VolumeType::from)
+        .all(|t| !t.multiattach));
 }
 
 #[test]
@@ -270,7 +308,19 @@ fn nova_servers_and_attachments() {
 
 #[test]
 fn quota_usage_headroom() {
-    let u = QuotaUsage { limit: 10, in_use: 3, reserved: 2 };
+    let u = QuotaUsage {
+        limit: 10,
+        in_use: 3,
+        reserved: 2,
+    };
     assert_eq!(u.headroom(), Some(5));
-    assert_eq!(QuotaUsage { limit: -1, in_use: 3, reserved: 0 }.headroom(), None);
+    assert_eq!(
+        QuotaUsage {
+            limit: -1,
+            in_use: 3,
+            reserved: 0
+        }
+        .headroom(),
+        None
+    );
 }

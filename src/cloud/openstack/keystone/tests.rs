@@ -10,15 +10,29 @@ use crate::cloud::{BlockStorage, CloudError, Compute};
 
 async fn cloud(fake: &Fake) -> (OpenStack, Arc<ApiMetrics>) {
     let m = Arc::new(ApiMetrics::new());
-    (OpenStack::new("", &fake.options(), m.clone()).await.unwrap(), m)
+    (
+        OpenStack::new("", &fake.options(), m.clone())
+            .await
+            .unwrap(),
+        m,
+    )
 }
 
 #[test]
 fn token_urls() {
     assert_eq!(token_url("http://k:5000"), "http://k:5000/v3/auth/tokens");
-    assert_eq!(token_url("http://k:5000/v3/"), "http://k:5000/v3/auth/tokens");
-    assert_eq!(token_url("https://c/identity/v3"), "https://c/identity/v3/auth/tokens");
-    assert_eq!(token_url("http://k:5000/v2.0"), "http://k:5000/v3/auth/tokens");
+    assert_eq!(
+        token_url("http://k:5000/v3/"),
+        "http://k:5000/v3/auth/tokens"
+    );
+    assert_eq!(
+        token_url("https://c/identity/v3"),
+        "https://c/identity/v3/auth/tokens"
+    );
+    assert_eq!(
+        token_url("http://k:5000/v2.0"),
+        "http://k:5000/v3/auth/tokens"
+    );
 }
 
 #[tokio::test]
@@ -42,7 +56,11 @@ async fn a_storm_of_requests_costs_one_token() {
     assert_eq!(fake.with(|s| s.tokens_issued), 1);
     let snap = metrics.snapshot();
     assert_eq!(snap.get(Op::KeystoneToken).requests, 1);
-    assert_eq!(fake.count("GET /cinder/"), 1 + 20, "one version document, then the calls");
+    assert_eq!(
+        fake.count("GET /cinder/"),
+        1 + 20,
+        "one version document, then the calls"
+    );
     assert_eq!(snap.get(Op::CinderVersions).requests, 1);
     assert_eq!(snap.get(Op::NovaVersions).requests, 1);
     assert_eq!(snap.get(Op::ServerGet).requests, 20);
@@ -75,7 +93,11 @@ async fn a_revoked_token_costs_one_reauth_and_one_retry() {
     fake.revoke_tokens();
     os.check().await.unwrap();
     assert_eq!(fake.with(|s| s.tokens_issued), 2);
-    assert_eq!(fake.count("GET /cinder/v3/volumes?"), 3, "first, refused, retried");
+    assert_eq!(
+        fake.count("GET /cinder/v3/volumes?"),
+        3,
+        "first, refused, retried"
+    );
     assert_eq!(metrics.snapshot().get(Op::VolumeList).errors, 1);
 }
 
@@ -106,7 +128,11 @@ async fn a_second_401_is_unauthorized_not_a_loop() {
     let err = os.check().await.unwrap_err();
     assert!(matches!(err, CloudError::Unauthorized { .. }), "{err:?}");
     assert_eq!(fake.count("GET /cinder/v3/volumes?") - before, 2);
-    assert_eq!(fake.with(|s| s.tokens_issued), 2, "exactly one re-authentication");
+    assert_eq!(
+        fake.with(|s| s.tokens_issued),
+        2,
+        "exactly one re-authentication"
+    );
 }
 
 #[tokio::test]
@@ -122,7 +148,10 @@ async fn keystone_refusal_names_the_method_but_not_the_secret() {
     let err = os.check().await.unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, CloudError::Unauthorized { .. }), "{err:?}");
-    assert!(text.contains("password of user demo for project demo"), "{text}");
+    assert!(
+        text.contains("password of user demo for project demo"),
+        "{text}"
+    );
     assert!(text.contains("req-fake-0001"), "{text}");
     assert!(!text.contains("demopass"), "{text}");
     // Nothing is cached after a failure: the next call authenticates again and works.
@@ -134,7 +163,9 @@ async fn keystone_down_is_unavailable() {
     let mut opts = Fake::start().await.options();
     opts.auth_url = "http://127.0.0.1:9/v3".into();
     opts.connect_timeout = Duration::from_secs(2);
-    let os = OpenStack::new("", &opts, Arc::new(ApiMetrics::new())).await.unwrap();
+    let os = OpenStack::new("", &opts, Arc::new(ApiMetrics::new()))
+        .await
+        .unwrap();
     let err = os.check().await.unwrap_err();
     assert!(matches!(err, CloudError::Unavailable { .. }), "{err:?}");
 }
@@ -144,7 +175,9 @@ async fn a_catalog_without_the_region_fails_clearly() {
     let fake = Fake::start().await;
     let mut opts = fake.options();
     opts.region = Some("RegionTwo".into());
-    let os = OpenStack::new("", &opts, Arc::new(ApiMetrics::new())).await.unwrap();
+    let os = OpenStack::new("", &opts, Arc::new(ApiMetrics::new()))
+        .await
+        .unwrap();
     match os.check().await.unwrap_err() {
         CloudError::Unsupported(m) => assert!(m.contains("in region RegionTwo"), "{m}"),
         other => panic!("{other:?}"),
