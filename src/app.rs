@@ -8,14 +8,16 @@ use std::time::Duration;
 use tonic::transport::Server;
 
 use crate::cli::ServeArgs;
-use crate::config::{self, CloudConfig, GlobalConfig};
+use crate::cloud::openstack::{self, ApiMetrics, ApiObserver, OpenStack, OpenStackOptions};
+use crate::cloud::Clouds;
+use crate::config::{self, BlockStorageConfig, CloudConfig, GlobalConfig};
 use crate::csi::controller::ControllerService;
 use crate::csi::identity::IdentityService;
 use crate::csi::node::NodeService;
 use crate::csi::pb::controller_server::ControllerServer;
 use crate::csi::pb::identity_server::IdentityServer;
 use crate::csi::pb::node_server::NodeServer;
-use crate::driver::probe::Readiness;
+use crate::driver::probe::{CloudReadiness, Readiness};
 use crate::metadata::{self, Metadata};
 use crate::metrics::Metrics;
 use crate::server::{self, Endpoint, Listener, RpcSpanLayer};
@@ -138,6 +140,70 @@ pub fn metadata_options(
     }
 }
 
+/// One `[Global]` section (validated, clouds.yaml applied) as adapter options.
+pub fn openstack_options(g: &GlobalConfig, bs: &BlockStorageConfig) -> OpenStackOptions {
+    let auth = openstack::AuthOptions {
+        user_id: g.user_id.clone(),
+        username: g.username.clone(),
+        password: g.password.clone(),
+        token: g.token.clone(),
+        project_id: g.tenant_id.clone(),
+        project_name: g.tenant_name.clone(),
+        project_domain_id: g.tenant_domain_id.clone(),
+        project_domain_name: g.tenant_domain_name.clone(),
+        domain_id: g.domain_id.clone(),
+        domain_name: g.domain_name.clone(),
+        user_domain_id: g.user_domain_id.clone(),
+        user_domain_name: g.user_domain_name.clone(),
+        application_credential_id: g.application_credential_id.clone(),
+        application_credential_name: g.application_credential_name.clone(),
+        application_credential_secret: g.application_credential_secret.clone(),
+        trust_id: g.trust_id.clone(),
+        trustee_id: g.trustee_id.clone(),
+        trustee_password: g.trustee_password.clone(),
+    };
+    let mut o = OpenStackOptions::new(g.auth_url.clone().unwrap_or_default(), auth);
+    o.region = g.region.clone();
+    o.interface = g.endpoint_type();
+    o.tls = openstack::TlsOptions {
+        ca_file: g.ca_file.clone(),
+        cert_file: g.cert_file.clone(),
+        key_file: g.key_file.clone(),
+        insecure: g.insecure(),
+    };
+    o.ignore_volume_microversion = bs.ignore_volume_microversion;
+    o
+}
+
+/// Reports every OpenStack request to the Prometheus registry.
+struct ApiToPrometheus(Arc<Metrics>);
+
+impl ApiObserver for ApiToPrometheus {
+    fn observe(&self, op: openstack::Op, latency: Duration, failed: bool) {
+        self.0
+            .observe_api_request(op.name(), latency.as_secs_f64(), failed);
+    }
+}
+
+/// The OpenStack clouds the controller serves: one adapter per resolved `[Global]` section,
+/// all counting into one [`ApiMetrics`]. No request is made here; a bad section is a
+/// configuration error (exit 64).
+pub async fn openstack_clouds(
+    plan: &Plan,
+    metrics: &Arc<Metrics>,
+) -> Result<(Clouds, Arc<ApiMetrics>), AppError> {
+    let api_metrics = Arc::new(ApiMetrics::with_observer(ApiToPrometheus(metrics.clone())));
+    let mut clouds = Vec::new();
+    for (name, global) in &plan.clouds {
+        let opts = openstack_options(global, &plan.config.block_storage);
+        let os = OpenStack::new(name, &opts, api_metrics.clone())
+            .await
+            .map_err(AppError::Config)?;
+        clouds.push(os.into_cloud());
+    }
+    Ok((Clouds::new(clouds), api_metrics))
+}
+
 pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     let plan = plan(&args)?;
     let http_addr = args
@@ -147,7 +213,13 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
         .transpose()
         .map_err(AppError::Config)?;
     let metrics = Metrics::new();
-    let readiness: Vec<Arc<dyn Readiness>> = Vec::new();
+    let mut readiness: Vec<Arc<dyn Readiness>> = Vec::new();
+    // Built before anything binds: a bad section exits 64 first. The controller core takes
+    // these clouds once it is wired; until then they back Probe's readiness.
+    if plan.controller && args.backend == crate::cli::Backend::Openstack {
+        let (clouds, _api_metrics) = openstack_clouds(&plan, &metrics).await?;
+        readiness.push(CloudReadiness::new(clouds));
+    }
 
     let identity = IdentityService {
         driver_name: args.driver_name.clone(),
@@ -194,4 +266,64 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     )
     .await
     .map_err(AppError::Runtime)
+}
+
+#[cfg(test)]
+mod openstack_wiring_tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn cloud_conf_sections_become_adapter_options() {
+        let text = "[Global]\nauth-url = https://keystone.example/v3\nusername = demo\n\
+                    password = s3cret\nuser-domain-name = Default\ntenant-name = demo\n\
+                    tenant-domain-id = default\nregion = RegionTwo\nos-endpoint-type = internal\n\
+                    ca-file = /etc/ssl/ca.pem\n\
+                    [Global \"east\"]\nauth-url = http://k:5000\napplication-credential-id = ac\n\
+                    application-credential-secret = appsecret\n\
+                    [BlockStorage]\nignore-volume-microversion = true\n";
+        let cfg = config::parse_str(Path::new("cloud.conf"), text).unwrap();
+        let clouds = cfg
+            .resolve_clouds(
+                &["".to_string(), "east".to_string()],
+                &config::FixedEnv::default(),
+            )
+            .unwrap();
+        let o = openstack_options(&clouds[""], &cfg.block_storage);
+        assert_eq!(o.auth_url, "https://keystone.example/v3");
+        assert_eq!(o.auth.username.as_deref(), Some("demo"));
+        assert_eq!(o.auth.password.as_ref().map(|p| p.expose()), Some("s3cret"));
+        assert_eq!(o.auth.project_name.as_deref(), Some("demo"));
+        assert_eq!(o.auth.project_domain_id.as_deref(), Some("default"));
+        assert_eq!(o.region.as_deref(), Some("RegionTwo"));
+        assert_eq!(o.interface, openstack::Interface::Internal);
+        assert_eq!(o.tls.ca_file.as_deref(), Some(Path::new("/etc/ssl/ca.pem")));
+        assert!(!o.tls.insecure);
+        assert!(o.ignore_volume_microversion);
+        assert!(!format!("{o:?}").contains("s3cret"));
+        let east = openstack_options(&clouds["east"], &cfg.block_storage);
+        assert_eq!(east.auth.application_credential_id.as_deref(), Some("ac"));
+    }
+
+    #[tokio::test]
+    async fn every_section_becomes_a_cloud_without_a_request() {
+        let text = "[Global]\nauth-url = http://127.0.0.1:9/v3\nuser-id = u\npassword = p\n\
+                    tenant-id = t\n[Global \"b\"]\nauth-url = http://127.0.0.1:9/v3\n\
+                    token = tok\ntenant-id = t\n";
+        let config = config::parse_str(Path::new("cloud.conf"), text).unwrap();
+        let clouds = config
+            .resolve_clouds(&["".into(), "b".into()], &config::FixedEnv::default())
+            .unwrap();
+        let plan = Plan {
+            endpoint: Endpoint::parse("unix:///tmp/x.sock").unwrap(),
+            controller: true,
+            node: false,
+            config,
+            clouds,
+            metadata: None,
+        };
+        let (clouds, api) = openstack_clouds(&plan, &Metrics::new()).await.unwrap();
+        assert_eq!(clouds.names().collect::<Vec<_>>(), vec!["", "b"]);
+        assert_eq!(api.snapshot().requests(openstack::Service::Keystone), 0);
+    }
 }
