@@ -113,6 +113,27 @@ impl OpenStack {
     pub fn metrics(&self) -> &Arc<ApiMetrics> {
         &self.metrics
     }
+
+    /// The microversions negotiated with Cinder and Nova (negotiating first if needed).
+    pub async fn microversions(&self) -> CloudResult<Microversions> {
+        let c = self.api.cinder_version().await?;
+        let n = self.api.nova_version().await?;
+        Ok(Microversions {
+            cinder: c.effective().to_string(),
+            cinder_max: c.cloud_max.to_string(),
+            nova: n.effective().to_string(),
+            nova_max: n.cloud_max.to_string(),
+        })
+    }
+}
+
+/// What [`OpenStack::microversions`] reports: what requests carry, and the cloud's maximum.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Microversions {
+    pub cinder: String,
+    pub cinder_max: String,
+    pub nova: String,
+    pub nova_max: String,
 }
 
 #[async_trait]
