@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use tonic::transport::Server;
 
-use crate::cli::ServeArgs;
+use crate::cli::{Backend, ServeArgs};
 use crate::cloud::openstack::{self, ApiMetrics, ApiObserver, OpenStack, OpenStackOptions};
-use crate::cloud::Clouds;
+use crate::cloud::{Clouds, MigrationPolicy};
 use crate::config::{self, BlockStorageConfig, CloudConfig, GlobalConfig};
 use crate::csi::controller::ControllerService;
 use crate::csi::identity::IdentityService;
@@ -17,6 +17,7 @@ use crate::csi::node::NodeService;
 use crate::csi::pb::controller_server::ControllerServer;
 use crate::csi::pb::identity_server::IdentityServer;
 use crate::csi::pb::node_server::NodeServer;
+use crate::driver::controller::{Controller, ControllerOptions};
 use crate::driver::probe::{CloudReadiness, Readiness};
 use crate::metadata::{self, Metadata};
 use crate::metrics::Metrics;
@@ -188,7 +189,7 @@ impl ApiObserver for ApiToPrometheus {
 /// The OpenStack clouds the controller serves: one adapter per resolved `[Global]` section,
 /// all counting into one [`ApiMetrics`]. No request is made here; a bad section is a
 /// configuration error (exit 64).
-pub async fn openstack_clouds(
+async fn openstack_clouds(
     plan: &Plan,
     metrics: &Arc<Metrics>,
 ) -> Result<(Clouds, Arc<ApiMetrics>), AppError> {
@@ -204,6 +205,43 @@ pub async fn openstack_clouds(
     Ok((Clouds::new(clouds), api_metrics))
 }
 
+/// The clouds the controller serves, from the chosen backend and the validated `[Global]`
+/// sections in `plan.clouds`. This is the seam the cloud adapters plug into
+/// (`cloud::openstack` builds one `Cloud` per section, `cloud::local` one from
+/// `--local-dir`); until one is built for a backend, serving a controller on it is a
+/// configuration error (exit 64) that names what is missing. OpenStack requests are reported
+/// to `metrics`.
+pub async fn build_clouds(
+    args: &ServeArgs,
+    plan: &Plan,
+    metrics: &Arc<Metrics>,
+) -> Result<Clouds, AppError> {
+    match args.backend {
+        Backend::Openstack => Ok(openstack_clouds(plan, metrics).await?.0),
+        Backend::Local => Err(AppError::Config(format!(
+            "--backend local: the local adapter (src/cloud/local/) is not part of this build \
+             yet, so the controller service cannot run on it ({} cloud section(s) \
+             configured); serve the node only (--mode node)",
+            plan.clouds.len()
+        ))),
+    }
+}
+
+/// Controller behaviour from the flags and cloud.conf `[BlockStorage]`.
+pub fn controller_options(args: &ServeArgs, bs: &config::BlockStorageConfig) -> ControllerOptions {
+    ControllerOptions {
+        cluster: args.cluster.clone(),
+        with_topology: args.with_topology,
+        ignore_volume_az: bs.ignore_volume_az,
+        cascade_delete: bs.cascade_delete,
+        list_cluster_volumes_only: bs.list_cluster_volumes_only,
+        retype_policy: match bs.retype_migration_policy {
+            config::RetypeMigrationPolicy::Never => MigrationPolicy::Never,
+            config::RetypeMigrationPolicy::OnDemand => MigrationPolicy::OnDemand,
+        },
+    }
+}
+
 pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     let plan = plan(&args)?;
     let http_addr = args
@@ -214,12 +252,20 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
         .map_err(AppError::Config)?;
     let metrics = Metrics::new();
     let mut readiness: Vec<Arc<dyn Readiness>> = Vec::new();
-    // Built before anything binds: a bad section exits 64 first. The controller core takes
-    // these clouds once it is wired; until then they back Probe's readiness.
-    if plan.controller && args.backend == crate::cli::Backend::Openstack {
-        let (clouds, _api_metrics) = openstack_clouds(&plan, &metrics).await?;
-        readiness.push(CloudReadiness::new(clouds));
-    }
+    // Built before anything binds: a bad backend or config exits 64 first.
+    let controller = if plan.controller {
+        let clouds = build_clouds(&args, &plan, &metrics).await?;
+        readiness.push(CloudReadiness::new(clouds.clone()));
+        let core = Controller::new(
+            clouds,
+            controller_options(&args, &plan.config.block_storage),
+        );
+        Some(ControllerServer::new(ControllerService::new(Arc::new(
+            core,
+        ))))
+    } else {
+        None
+    };
 
     let identity = IdentityService {
         driver_name: args.driver_name.clone(),
@@ -253,10 +299,7 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     let router = Server::builder()
         .layer(RpcSpanLayer::new(metrics))
         .add_service(IdentityServer::new(identity))
-        .add_optional_service(
-            plan.controller
-                .then(|| ControllerServer::new(ControllerService)),
-        )
+        .add_optional_service(controller)
         .add_optional_service(plan.node.then(|| NodeServer::new(NodeService)));
     server::serve(
         router,
@@ -269,9 +312,58 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
 }
 
 #[cfg(test)]
-mod openstack_wiring_tests {
+mod tests {
     use super::*;
+    use clap::Parser;
     use std::path::Path;
+
+    fn args(extra: &[&str]) -> ServeArgs {
+        let mut v = vec!["cinder-csi"];
+        v.extend_from_slice(extra);
+        crate::cli::Cli::try_parse_from(v).unwrap().serve
+    }
+
+    fn controller_plan() -> Plan {
+        Plan {
+            endpoint: Endpoint::parse("unix:///tmp/csi.sock").unwrap(),
+            controller: true,
+            node: false,
+            config: CloudConfig::default(),
+            clouds: BTreeMap::new(),
+            metadata: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn controller_without_an_adapter_is_a_config_error_naming_it() {
+        let a = args(&["--backend", "local", "--local-dir", "/tmp/x"]);
+        let err = build_clouds(&a, &controller_plan(), &Metrics::new())
+            .await
+            .err()
+            .expect("no adapter yet");
+        assert_eq!(err.exit_code(), 64);
+        assert!(err.to_string().contains("local adapter"), "{err}");
+    }
+
+    #[test]
+    fn options_from_flags() {
+        let a = args(&["--cluster", "c1", "--with-topology=false"]);
+        let bs = config::BlockStorageConfig {
+            ignore_volume_az: true,
+            cascade_delete: true,
+            list_cluster_volumes_only: true,
+            retype_migration_policy: config::RetypeMigrationPolicy::OnDemand,
+            ..Default::default()
+        };
+        let o = controller_options(&a, &bs);
+        assert_eq!(o.cluster, "c1");
+        assert!(!o.with_topology);
+        assert!(o.ignore_volume_az && o.cascade_delete && o.list_cluster_volumes_only);
+        assert_eq!(o.retype_policy, MigrationPolicy::OnDemand);
+        let o = controller_options(&a, &config::BlockStorageConfig::default());
+        assert_eq!(o.retype_policy, MigrationPolicy::Never);
+        assert!(!o.cascade_delete);
+    }
 
     #[test]
     fn cloud_conf_sections_become_adapter_options() {

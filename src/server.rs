@@ -237,7 +237,13 @@ where
             .next()
             .unwrap_or_default()
             .to_string();
-        let span = tracing::info_span!("rpc", method = %method, volume_id = tracing::field::Empty);
+        let span = tracing::info_span!(
+            "rpc",
+            method = %method,
+            volume_id = tracing::field::Empty,
+            duration_ms = tracing::field::Empty
+        );
+        let chatty = is_chatty(&method);
         let started = Instant::now();
         let metrics = self.metrics.clone();
         let fut = self.inner.call(req);
@@ -258,7 +264,12 @@ where
                             .map(tonic::Code::from_i32)
                             .unwrap_or(tonic::Code::Ok);
                         metrics.observe_rpc(&method, &format!("{code:?}"), secs);
-                        tracing::debug!(duration_ms = ms, code = ?code, "rpc done");
+                        tracing::Span::current().record("duration_ms", ms);
+                        if chatty {
+                            tracing::debug!(code = ?code, "rpc done");
+                        } else {
+                            tracing::info!(code = ?code, "rpc done");
+                        }
                     }
                     Err(e) => {
                         metrics.observe_rpc(&method, "Transport", secs);
@@ -270,6 +281,24 @@ where
             .instrument(span),
         )
     }
+}
+
+/// RPCs that kubelet, the sidecars and liveness probes call constantly: logged at debug.
+fn is_chatty(method: &str) -> bool {
+    matches!(
+        method,
+        "Probe"
+            | "GetPluginInfo"
+            | "GetPluginCapabilities"
+            | "ControllerGetCapabilities"
+            | "NodeGetCapabilities"
+            | "NodeGetInfo"
+            | "NodeGetVolumeStats"
+            | "ListVolumes"
+            | "ListSnapshots"
+            | "GetCapacity"
+            | "ControllerGetVolume"
+    )
 }
 
 #[cfg(test)]

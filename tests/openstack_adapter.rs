@@ -712,6 +712,19 @@ async fn volume_lifecycle() {
     seen.sort();
     ids.sort();
     assert_eq!(seen, ids, "pages cover every volume once");
+    // A marker Cinder does not know is BadRequest or NotFound (the controller restarts then).
+    let stale = PageRequest {
+        limit: Some(2),
+        marker: Some(uuid::Uuid::new_v4().to_string()),
+    };
+    let err = os.list_volumes(&filter, &stale).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            CloudError::BadRequest { .. } | CloudError::NotFound { .. }
+        ),
+        "{err:?}"
+    );
 
     // Extend detached, attach, extend attached (3.42), snapshot while attached (force).
     os.extend_volume(&vol.id, 2, false).await.unwrap();

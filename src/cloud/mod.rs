@@ -21,12 +21,20 @@ pub use types::*;
 /// Cinder: volumes, snapshots, backups, types and capacity.
 ///
 /// Waits end at `deadline` with [`CloudError::WaitTimeout`] carrying the last status, and at
-/// once with [`CloudError::ErrorState`] when the object enters an error state.
+/// once with [`CloudError::ErrorState`] when the object enters an error state. A `Deleted`
+/// wait (volume, snapshot, backup) ends with `NotFound` once the object is gone: there is
+/// nothing left to return, and the controller treats `Ok` and `NotFound` alike there. A wait
+/// on a volume that disappears (any other condition) is `NotFound` as well.
+///
+/// Listing: a `marker` the cloud does not know (its object was deleted) is `BadRequest`
+/// (Cinder's 400) or `NotFound`; the controller then restarts that listing.
 #[async_trait]
 pub trait BlockStorage: Send + Sync {
     /// Cheap liveness check for Probe: credentials valid and the API answers.
     async fn check(&self) -> CloudResult<()>;
 
+    /// `NotFound` names what is missing: `VolumeType`, or the source `Snapshot`, `Volume`
+    /// or `Backup` (the controller maps each to a different CSI code).
     async fn create_volume(&self, req: &NewVolume) -> CloudResult<Volume>;
     async fn get_volume(&self, id: &str) -> CloudResult<Volume>;
     async fn list_volumes(
@@ -99,14 +107,17 @@ pub trait BlockStorage: Send + Sync {
 pub trait Compute: Send + Sync {
     async fn get_server(&self, id: &str) -> CloudResult<Server>;
     /// Attach; `multiattach` selects the microversion that allows shared volumes (2.60).
-    /// Returns the attachment with Nova's device hint.
+    /// Returns the attachment with Nova's device hint. An unknown server is
+    /// `NotFound { resource: Server }`; a server with no free attachment slot is `OverLimit`
+    /// (CSI ResourceExhausted); a volume in the wrong state is `Conflict`.
     async fn attach_volume(
         &self,
         server_id: &str,
         volume_id: &str,
         multiattach: bool,
     ) -> CloudResult<ServerAttachment>;
-    /// Detach; NotFound when the volume is not attached to that server.
+    /// Detach; `NotFound { resource: Server }` when the server is gone (the volume counts as
+    /// detached), `NotFound` of another resource when the volume is not attached to it.
     async fn detach_volume(&self, server_id: &str, volume_id: &str) -> CloudResult<()>;
     async fn list_attachments(&self, server_id: &str) -> CloudResult<Vec<ServerAttachment>>;
 }

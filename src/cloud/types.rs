@@ -155,6 +155,7 @@ pub struct Volume {
     pub attachments: Vec<Attachment>,
     pub snapshot_id: Option<String>,
     pub source_volume_id: Option<String>,
+    /// The backup the volume was restored from, when the cloud reports it.
     pub backup_id: Option<String>,
     pub created_at: Option<SystemTime>,
 }

@@ -2,8 +2,6 @@
 //! 3.51), get, list, delete and bounded waits. Restoring is a volume create with `backup_id`
 //! (volumes.rs, 3.47).
 
-use std::sync::Mutex;
-
 use reqwest::Method;
 use serde_json::{json, Map};
 use tokio::time::Instant;
@@ -12,7 +10,7 @@ use super::api::{list_cinder, CallError, Request};
 use super::dto::{has_next, BackupEnvelope, BackupList};
 use super::metrics::Op;
 use super::microversion::{CINDER_BACKUP_AZ, CINDER_BACKUP_METADATA};
-use super::poll::{lock, on_error, poll, Step};
+use super::poll::{on_error, poll, Step};
 use super::OpenStack;
 use crate::cloud::{
     Backup, BackupFilter, BackupStatus, BackupWait, CloudError, CloudResult, NewBackup, Page,
@@ -143,8 +141,6 @@ impl OpenStack {
             BackupWait::Available => "available",
             BackupWait::Deleted => "deleted",
         };
-        let last: Mutex<Option<Backup>> = Mutex::new(None);
-        let last = &last;
         poll(Resource::Backup, id, wanted, deadline, || async move {
             match (self.get_backup_dto(id).await, until) {
                 (Ok(d), _) if BackupStatus::parse(&d.status).is_error() => {
@@ -156,14 +152,7 @@ impl OpenStack {
                     })
                 }
                 (Ok(d), BackupWait::Available) if d.status == "available" => Step::Done(d.into()),
-                (Ok(d), _) => {
-                    let status = d.status.clone();
-                    *lock(last) = Some(d.into());
-                    Step::Continue(status)
-                }
-                (Err(CloudError::NotFound { .. }), BackupWait::Deleted) => {
-                    Step::Done(lock(last).take().unwrap_or_else(|| deleted_backup(id)))
-                }
+                (Ok(d), _) => Step::Continue(d.status),
                 (Err(e), _) => on_error(e, "unknown"),
             }
         })
@@ -185,19 +174,5 @@ fn create_error(e: CallError, req: &NewBackup) -> CloudError {
             CloudError::not_found(Resource::Snapshot, s)
         }
         _ => e.into_cloud(Resource::Volume, &req.volume_id),
-    }
-}
-
-fn deleted_backup(id: &str) -> Backup {
-    Backup {
-        id: id.to_string(),
-        name: String::new(),
-        volume_id: String::new(),
-        snapshot_id: None,
-        size_gib: 0,
-        status: BackupStatus::Deleting,
-        availability_zone: None,
-        created_at: None,
-        metadata: Default::default(),
     }
 }

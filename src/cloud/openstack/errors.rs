@@ -135,9 +135,12 @@ impl std::fmt::Display for ApiError {
 }
 
 /// Quota and limit refusals (Cinder 413 `VolumeLimitExceeded`, `VolumeSizeExceedsAvailableQuota`;
-/// Nova 403 "Quota exceeded").
+/// Nova 403 "Quota exceeded", and 403 `TooManyDiskDevices`: "The maximum allowed number of disk
+/// devices (26) to attach to a single instance has been exceeded").
 fn is_quota(lower: &str) -> bool {
-    lower.contains("quota") || lower.contains("limitexceeded") || lower.contains("limit exceeded")
+    ["quota", "limitexceeded", "limit exceeded", "exceeded"]
+        .iter()
+        .any(|p| lower.contains(p))
 }
 
 /// 400s that mean "not in a state for this now" rather than "malformed": the volume is in use,
@@ -310,6 +313,13 @@ mod tests {
             );
         }
         assert!(matches!(cloud(429, "{}"), CloudError::Unavailable { .. }));
+        assert!(matches!(
+            cloud(
+                403,
+                r#"{"forbidden": {"code": 403, "message": "The maximum allowed number of disk devices (26) to attach to a single instance has been exceeded."}}"#
+            ),
+            CloudError::OverLimit { .. }
+        ));
         assert!(matches!(
             cloud(
                 406,

@@ -49,7 +49,8 @@ where
     })
 }
 
-/// Transient failures keep a wait going (the status stays what it was); others end it.
+/// Transient failures keep a wait going (the status stays what it was); others end it, and
+/// `NotFound` is how a wait for deletion succeeds.
 pub fn on_error<T>(e: CloudError, last: &str) -> Step<T> {
     match e {
         CloudError::Unavailable { .. } => Step::Continue(format!("{last} (then: {e})")),

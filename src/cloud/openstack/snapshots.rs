@@ -1,8 +1,6 @@
 //! Cinder snapshots: create (with `force` for in-use volumes), get, list (name / volume
 //! filters, pagination), delete, and bounded waits.
 
-use std::sync::Mutex;
-
 use reqwest::Method;
 use serde_json::{json, Map};
 use tokio::time::Instant;
@@ -10,7 +8,7 @@ use tokio::time::Instant;
 use super::api::{list_cinder, Request};
 use super::dto::{has_next, SnapshotEnvelope, SnapshotList};
 use super::metrics::Op;
-use super::poll::{lock, on_error, poll, Step};
+use super::poll::{on_error, poll, Step};
 use super::OpenStack;
 use crate::cloud::{
     CloudError, CloudResult, NewSnapshot, Page, PageRequest, Resource, Snapshot, SnapshotFilter,
@@ -107,9 +105,6 @@ impl OpenStack {
             SnapshotWait::Available => "available",
             SnapshotWait::Deleted => "deleted",
         };
-        // The last state seen, returned when a deletion completes.
-        let last: Mutex<Option<Snapshot>> = Mutex::new(None);
-        let last = &last;
         poll(Resource::Snapshot, id, wanted, deadline, || async move {
             match (self.get_snapshot_impl(id).await, until) {
                 (Ok(s), _) if s.status.is_error() => Step::Fail(CloudError::ErrorState {
@@ -121,29 +116,10 @@ impl OpenStack {
                 (Ok(s), SnapshotWait::Available) if s.status == SnapshotStatus::Available => {
                     Step::Done(s)
                 }
-                (Ok(s), _) => {
-                    let status = s.status.to_string();
-                    *lock(last) = Some(s);
-                    Step::Continue(status)
-                }
-                (Err(CloudError::NotFound { .. }), SnapshotWait::Deleted) => {
-                    Step::Done(lock(last).take().unwrap_or_else(|| deleted_snapshot(id)))
-                }
+                (Ok(s), _) => Step::Continue(s.status.to_string()),
                 (Err(e), _) => on_error(e, "unknown"),
             }
         })
         .await
-    }
-}
-
-fn deleted_snapshot(id: &str) -> Snapshot {
-    Snapshot {
-        id: id.to_string(),
-        name: String::new(),
-        volume_id: String::new(),
-        size_gib: 0,
-        status: SnapshotStatus::Deleting,
-        created_at: None,
-        metadata: Default::default(),
     }
 }

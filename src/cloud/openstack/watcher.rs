@@ -102,8 +102,8 @@ impl Watcher {
         }
     }
 
-    /// Wait until `until` holds for volume `id`, an error state, or `deadline`.
-    /// For [`VolumeWait::Deleted`] the result is the last state seen before it vanished.
+    /// Wait until `until` holds for volume `id`, an error state, or `deadline`. A volume that
+    /// is gone ends every wait with `NotFound` (for [`VolumeWait::Deleted`], that is success).
     pub async fn wait(
         &self,
         id: &str,
@@ -143,13 +143,7 @@ impl Watcher {
                         Verdict::Continue => last = Some(vol),
                     }
                 }
-                Obs::Gone => {
-                    return match (until, last) {
-                        (VolumeWait::Deleted, Some(v)) => Ok(v),
-                        (VolumeWait::Deleted, None) => Ok(gone_placeholder(id)),
-                        _ => Err(CloudError::not_found(Resource::Volume, id)),
-                    }
-                }
+                Obs::Gone => return Err(CloudError::not_found(Resource::Volume, id)),
                 Obs::Failed(e) => match e {
                     CloudError::Unavailable { .. } | CloudError::Internal(_) => {
                         last_error = Some(e)
@@ -434,26 +428,6 @@ fn wanted(until: &VolumeWait) -> String {
         VolumeWait::Extended(n) => format!("extended to {n} GiB"),
         VolumeWait::Deleted => "deleted".into(),
         VolumeWait::Stable => "out of transitional states".into(),
-    }
-}
-
-/// A wait for deletion that never saw the volume: nothing but the id is known.
-fn gone_placeholder(id: &str) -> Volume {
-    Volume {
-        id: id.to_string(),
-        name: String::new(),
-        size_gib: 0,
-        status: VolumeStatus::Deleting,
-        availability_zone: String::new(),
-        volume_type: None,
-        multiattach: false,
-        bootable: false,
-        metadata: Default::default(),
-        attachments: Vec::new(),
-        snapshot_id: None,
-        source_volume_id: None,
-        backup_id: None,
-        created_at: None,
     }
 }
 

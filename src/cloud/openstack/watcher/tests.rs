@@ -22,19 +22,30 @@ fn soon() -> Instant {
 }
 
 fn vol(id: &str, status: VolumeStatus, attached: Option<&str>, size: u64) -> Volume {
-    let mut v = gone_placeholder(id);
-    v.status = status;
-    v.size_gib = size;
-    v.attachments = attached
-        .map(|s| {
-            vec![crate::cloud::Attachment {
-                server_id: s.into(),
-                attachment_id: None,
-                device: None,
-            }]
-        })
-        .unwrap_or_default();
-    v
+    Volume {
+        id: id.to_string(),
+        name: String::new(),
+        size_gib: size,
+        status,
+        availability_zone: String::new(),
+        volume_type: None,
+        multiattach: false,
+        bootable: false,
+        metadata: Default::default(),
+        attachments: attached
+            .map(|s| {
+                vec![crate::cloud::Attachment {
+                    server_id: s.into(),
+                    attachment_id: None,
+                    device: None,
+                }]
+            })
+            .unwrap_or_default(),
+        snapshot_id: None,
+        source_volume_id: None,
+        backup_id: None,
+        created_at: None,
+    }
 }
 
 #[test]
@@ -298,11 +309,13 @@ async fn deletion_and_missing_volumes() {
     let os = cloud(&fake).await;
     fake.add_volume("old", "deleting", vec![step("deleting")]);
     fake.vanish_after_script("old");
-    let last = os
+    // Gone is NotFound, for a deletion wait too (the port's contract).
+    let gone = os
         .wait_volume("old", &VolumeWait::Deleted, soon())
         .await
-        .unwrap();
-    assert_eq!(last.status, VolumeStatus::Deleting);
+        .unwrap_err();
+    assert_eq!(gone, CloudError::not_found(Resource::Volume, "old"));
+    assert!(fake.count("GET /cinder/v3/volumes/old") >= 2, "saw it deleting first");
     let err = os
         .wait_volume("never", &VolumeWait::Available, soon())
         .await

@@ -1,0 +1,262 @@
+//! One stateful in-memory fake of the whole cloud port (BlockStorage + Compute) for fast tests
+//! of the controller core. It behaves like Cinder and Nova where the core can tell the
+//! difference: objects pass through transitional states (`creating`, `attaching`,
+//! `detaching`, `extending`, `retyping`, `deleting`) and settle after a configurable number
+//! of observations; operations refused by Cinder in the wrong state are refused here with the
+//! same error kind; waits honour the deadline. Every operation is counted and can be made to
+//! fail once with an injected error.
+//!
+//! Built only for tests (`cfg(test)` or the `test-support` feature), never in a release.
+
+mod block;
+mod compute;
+mod snapshots;
+mod state;
+mod volumes;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use super::{
+    Backup, Capacity, Cloud, CloudError, CloudResult, Server, Snapshot, Volume, VolumeStatus,
+    VolumeType,
+};
+use state::State;
+
+/// How often a fake wait looks again. Tests run with a paused tokio clock, so this costs no
+/// real time; it only bounds how many observations a wait makes per simulated second.
+pub const FAKE_POLL_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Default number of observations an object stays in a transitional state.
+pub const DEFAULT_SETTLE_AFTER: u32 = 2;
+
+/// Every operation of the port, for call counters and error injection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Op {
+    Check,
+    CreateVolume,
+    GetVolume,
+    ListVolumes,
+    DeleteVolume,
+    ExtendVolume,
+    RetypeVolume,
+    WaitVolume,
+    GetVolumeType,
+    CreateSnapshot,
+    GetSnapshot,
+    ListSnapshots,
+    DeleteSnapshot,
+    WaitSnapshot,
+    BackupsSupported,
+    CreateBackup,
+    GetBackup,
+    ListBackups,
+    DeleteBackup,
+    WaitBackup,
+    Capacity,
+    GetServer,
+    AttachVolume,
+    DetachVolume,
+    ListAttachments,
+}
+
+/// The fake cloud. Cheap to clone through `Arc`; all state sits behind one mutex that is never
+/// held across an `.await`.
+#[derive(Default)]
+pub struct FakeCloud {
+    state: Mutex<State>,
+}
+
+impl FakeCloud {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// A port [`Cloud`] named `name` backed by this fake (storage and compute alike).
+    pub fn cloud(self: &Arc<Self>, name: &str) -> Cloud {
+        Cloud {
+            name: name.to_string(),
+            storage: self.clone(),
+            compute: self.clone(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Count a call of `op` and return the injected failure, if one is queued.
+    fn enter(&self, op: Op) -> CloudResult<()> {
+        self.lock().enter(op)
+    }
+
+    // ---- configuration ------------------------------------------------------------------
+
+    /// Observations an object stays transitional before it settles (0 = settles at the first).
+    pub fn set_settle_after(&self, n: u32) {
+        self.lock().settle_after = n;
+    }
+
+    pub fn add_server(&self, id: &str, availability_zone: &str) {
+        self.lock().servers.insert(
+            id.to_string(),
+            Server {
+                id: id.to_string(),
+                name: format!("node-{id}"),
+                status: "ACTIVE".into(),
+                availability_zone: Some(availability_zone.to_string()),
+            },
+        );
+    }
+
+    pub fn remove_server(&self, id: &str) {
+        self.lock().servers.remove(id);
+    }
+
+    /// Register a volume type; returns its id.
+    pub fn add_volume_type(&self, name: &str, multiattach: bool) -> String {
+        let mut s = self.lock();
+        let id = s.new_id("type");
+        s.types.insert(
+            id.clone(),
+            VolumeType {
+                id: id.clone(),
+                name: name.to_string(),
+                multiattach,
+            },
+        );
+        id
+    }
+
+    /// The next call of `op` fails with `err` (queued: several calls inject several failures).
+    pub fn fail_next(&self, op: Op, err: CloudError) {
+        self.lock().faults.entry(op).or_default().push_back(err);
+    }
+
+    /// The next volume created settles in `error` with this reason instead of `available`.
+    pub fn fail_next_volume_creation(&self, reason: &str) {
+        self.lock()
+            .failing_volume_creations
+            .push_back(reason.to_string());
+    }
+
+    /// The next snapshot created settles in `error`.
+    pub fn fail_next_snapshot_creation(&self) {
+        self.lock().failing_snapshot_creations += 1;
+    }
+
+    /// The next backup created settles in `error`.
+    pub fn fail_next_backup_creation(&self) {
+        self.lock().failing_backup_creations += 1;
+    }
+
+    /// Put a volume into `status` at once (e.g. `error`, `reserved`), dropping any transition.
+    pub fn set_volume_status(&self, id: &str, status: VolumeStatus) {
+        let mut s = self.lock();
+        if let Some(v) = s.volumes.get_mut(id) {
+            v.volume.status = status;
+            v.pending = None;
+        }
+    }
+
+    /// Put a backup into `status` at once, dropping any transition.
+    pub fn set_backup_status(&self, id: &str, status: super::BackupStatus) {
+        let mut s = self.lock();
+        if let Some(b) = s.backups.get_mut(id) {
+            b.backup.status = status;
+            b.pending = None;
+        }
+    }
+
+    /// Make a backup look older (its `created_at` moves back by `by`).
+    pub fn backdate_backup(&self, id: &str, by: Duration) {
+        let mut s = self.lock();
+        if let Some(b) = s.backups.get_mut(id) {
+            b.backup.created_at = b.backup.created_at.and_then(|t| t.checked_sub(by));
+        }
+    }
+
+    /// Project quota on the total GiB of volumes; `None` = unlimited.
+    pub fn set_quota_gib(&self, quota: Option<u64>) {
+        self.lock().quota_gib = quota;
+    }
+
+    /// Capacity reported for one (AZ, type) combination; others use the quota headroom.
+    pub fn set_capacity(&self, az: Option<&str>, volume_type: Option<&str>, cap: Capacity) {
+        self.lock().capacity.insert(
+            (az.map(str::to_string), volume_type.map(str::to_string)),
+            cap,
+        );
+    }
+
+    pub fn set_backups_supported(&self, yes: bool) {
+        self.lock().backups_supported = yes;
+    }
+
+    /// Retype needs a migration: with policy `never` Cinder leaves the type unchanged.
+    pub fn set_retype_needs_migration(&self, yes: bool) {
+        self.lock().retype_needs_migration = yes;
+    }
+
+    /// The AZ new volumes get when the request names none.
+    pub fn set_default_az(&self, az: &str) {
+        self.lock().default_az = az.to_string();
+    }
+
+    /// Availability zones that exist; creating in another is rejected (400).
+    pub fn set_zones(&self, zones: &[&str]) {
+        self.lock().zones = zones.iter().map(|z| z.to_string()).collect();
+    }
+
+    // ---- inspection (no observation, not counted) ---------------------------------------
+
+    pub fn calls(&self, op: Op) -> u64 {
+        self.lock().calls.get(&op).copied().unwrap_or(0)
+    }
+
+    pub fn all_calls(&self) -> BTreeMap<Op, u64> {
+        self.lock().calls.clone()
+    }
+
+    pub fn total_calls(&self) -> u64 {
+        self.lock().calls.values().sum()
+    }
+
+    pub fn reset_calls(&self) {
+        self.lock().calls.clear();
+    }
+
+    pub fn volume(&self, id: &str) -> Option<Volume> {
+        self.lock().volumes.get(id).map(|v| v.volume.clone())
+    }
+
+    pub fn volumes(&self) -> Vec<Volume> {
+        self.lock().sorted_volumes().into_iter().cloned().collect()
+    }
+
+    pub fn snapshot(&self, id: &str) -> Option<Snapshot> {
+        self.lock().snapshots.get(id).map(|s| s.snapshot.clone())
+    }
+
+    pub fn snapshots(&self) -> Vec<Snapshot> {
+        self.lock()
+            .sorted_snapshots()
+            .into_iter()
+            .cloned()
+            .collect()
+    }
+
+    pub fn backup(&self, id: &str) -> Option<Backup> {
+        self.lock().backups.get(id).map(|b| b.backup.clone())
+    }
+
+    pub fn backups(&self) -> Vec<Backup> {
+        self.lock().sorted_backups().into_iter().cloned().collect()
+    }
+
+    /// Settle every pending transition at once (as if Cinder caught up).
+    pub fn settle_all(&self) {
+        self.lock().settle_all();
+    }
+}

@@ -1,0 +1,81 @@
+//! Which volume capabilities a Cinder volume can serve. Upstream provisions RWX/ROX volumes
+//! without any check (#1367); here multi-node access needs a multiattach volume type, and
+//! multi-node read-write needs raw block (a regular filesystem mounted read-write on two nodes
+//! is corrupted).
+
+use crate::driver::types::{AccessMode, VolumeCapability};
+
+/// Why `cap` cannot be served by a volume whose type has (or lacks) `multiattach`; `None`
+/// when it can. The message says what to change.
+pub fn unsupported_capability(cap: &VolumeCapability, multiattach: bool) -> Option<String> {
+    let mode = cap.access_mode;
+    if !mode.is_multi_node() {
+        return None;
+    }
+    if mode == AccessMode::MultiNodeMultiWriter && !cap.access_type.is_block() {
+        return Some(format!(
+            "access mode {} needs volumeMode: Block; a filesystem mounted read-write on several \
+             nodes at once is corrupted",
+            mode.as_str()
+        ));
+    }
+    if !multiattach {
+        return Some(format!(
+            "access mode {} needs a Cinder volume type with multiattach (extra spec \
+             multiattach=\"<is> True\"); set the StorageClass parameter \"type\" to such a type",
+            mode.as_str()
+        ));
+    }
+    None
+}
+
+/// Whether any capability asks for multi-node access (so the volume type must be looked up).
+pub fn wants_multi_node(caps: &[VolumeCapability]) -> bool {
+    caps.iter().any(|c| c.access_mode.is_multi_node())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::types::AccessType;
+
+    fn cap(mode: AccessMode, block: bool) -> VolumeCapability {
+        VolumeCapability {
+            access_type: if block {
+                AccessType::Block
+            } else {
+                AccessType::Mount {
+                    fs_type: None,
+                    mount_flags: vec![],
+                    volume_mount_group: None,
+                }
+            },
+            access_mode: mode,
+        }
+    }
+
+    #[test]
+    fn single_node_always_multi_node_needs_multiattach() {
+        for m in [
+            AccessMode::SingleNodeWriter,
+            AccessMode::SingleNodeReaderOnly,
+            AccessMode::SingleNodeSingleWriter,
+            AccessMode::SingleNodeMultiWriter,
+        ] {
+            assert_eq!(unsupported_capability(&cap(m, false), false), None);
+        }
+        for m in [
+            AccessMode::MultiNodeReaderOnly,
+            AccessMode::MultiNodeSingleWriter,
+        ] {
+            assert!(unsupported_capability(&cap(m, false), false).is_some());
+            assert_eq!(unsupported_capability(&cap(m, false), true), None);
+        }
+        let mnmw = AccessMode::MultiNodeMultiWriter;
+        assert!(unsupported_capability(&cap(mnmw, false), true)
+            .unwrap()
+            .contains("Block"));
+        assert_eq!(unsupported_capability(&cap(mnmw, true), true), None);
+        assert!(unsupported_capability(&cap(mnmw, true), false).is_some());
+    }
+}

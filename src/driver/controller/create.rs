@@ -1,0 +1,410 @@
+//! CreateVolume: idempotent by name, waits until the volume is `available`, deletes a volume
+//! that went into `error` and reports why.
+
+use std::collections::BTreeMap;
+
+use tokio::time::Instant;
+
+use super::capabilities::{unsupported_capability, wants_multi_node};
+use super::params::CLUSTER_KEY;
+use super::waits::wait_deadline;
+use super::{ContentSource, Controller, CreateVolume, VolumeInfo};
+use crate::cloud::{
+    BackupStatus, BackupWait, Cloud, CloudError, NewVolume, PageRequest, Resource, SnapshotStatus,
+    SnapshotWait, Volume, VolumeFilter, VolumeSource, VolumeStatus, VolumeType, VolumeWait, GIB,
+};
+use crate::driver::types::{round_up_gib, CapacityRange, Topology, ZONE_TOPOLOGY_KEY};
+use crate::driver::{Error, Result};
+
+/// Description Cinder shows for volumes we create (upstream's text: operators grep for it).
+pub const VOLUME_DESCRIPTION: &str = "Created by OpenStack Cinder CSI driver";
+
+/// Size when the request has no capacity_range (and no larger source).
+pub const DEFAULT_SIZE_GIB: u64 = 1;
+
+/// Statuses of a volume that is still being created; CreateVolume waits them out.
+fn is_creating(s: &VolumeStatus) -> bool {
+    matches!(
+        s,
+        VolumeStatus::Creating | VolumeStatus::Downloading | VolumeStatus::RestoringBackup
+    )
+}
+
+/// Whole GiB satisfying `range` and at least `min_gib` (the source's size).
+pub fn size_for(range: CapacityRange, min_gib: u64) -> Result<u64> {
+    let wanted = if range.required_bytes == 0 {
+        DEFAULT_SIZE_GIB
+    } else {
+        round_up_gib(range.required_bytes)
+    };
+    let size = wanted.max(min_gib);
+    if range.limit_bytes != 0 && size * GIB > range.limit_bytes {
+        return Err(Error::OutOfRange(if size > wanted {
+            format!(
+                "the source is {size} GiB, larger than capacity_range limit_bytes {}",
+                range.limit_bytes
+            )
+        } else {
+            format!(
+                "Cinder sizes are whole GiB: {size} GiB exceeds capacity_range limit_bytes {}; \
+                 raise the limit to at least {}",
+                range.limit_bytes,
+                size * GIB
+            )
+        }));
+    }
+    Ok(size)
+}
+
+/// Whether an existing volume satisfies the requested capacity range.
+fn fits(range: CapacityRange, v: &Volume) -> bool {
+    let size = v.size_bytes();
+    size >= range.required_bytes && (range.limit_bytes == 0 || size <= range.limit_bytes)
+}
+
+fn zone_of(t: &Topology) -> Option<&str> {
+    t.get(ZONE_TOPOLOGY_KEY).map(String::as_str)
+}
+
+impl Controller {
+    pub async fn create_volume(&self, req: CreateVolume) -> Result<VolumeInfo> {
+        let cloud = self.cloud(&req.cloud)?;
+        let deadline = wait_deadline(req.deadline);
+        // CSI: mutable_parameters take precedence over parameters.
+        let volume_type = req
+            .mutable
+            .volume_type
+            .clone()
+            .or_else(|| req.params.volume_type.clone());
+
+        let volume = match self.find_by_name(cloud, &req.name).await? {
+            Some(existing) => {
+                self.check_compatible(cloud, &existing, &req, volume_type.as_deref())
+                    .await?;
+                existing
+            }
+            None => self.create_new(cloud, &req, volume_type).await?,
+        };
+        let volume = self
+            .until_created(cloud, volume, &req.name, deadline)
+            .await?;
+
+        let mut info = self.volume_info(&volume);
+        if info.source.is_none() {
+            // Cinder does not report every source (e.g. a backup); the request knows it.
+            if let Some(src) = &req.source {
+                info.source = Some(src.clone());
+                info.context.insert(
+                    super::params::RESIZE_REQUIRED_KEY.to_string(),
+                    "true".to_string(),
+                );
+            }
+        }
+        if self.opts.with_topology && self.opts.ignore_volume_az {
+            // Upstream's ignore-volume-az: report what was asked for, not Cinder's AZ.
+            info.topology = if req.topology.preferred.is_empty() {
+                req.topology.requisite.clone()
+            } else {
+                req.topology.preferred.clone()
+            };
+        }
+        Ok(info)
+    }
+
+    /// The volume already created under `name` (CSI: the name is the idempotency key).
+    async fn find_by_name(&self, cloud: &Cloud, name: &str) -> Result<Option<Volume>> {
+        let filter = VolumeFilter {
+            name: Some(name.to_string()),
+            ..Default::default()
+        };
+        let page = cloud
+            .storage
+            .list_volumes(&filter, &PageRequest::default())
+            .await?;
+        let mut found: Vec<Volume> = page
+            .items
+            .into_iter()
+            .filter(|v| v.name == name && v.status != VolumeStatus::Deleting)
+            .collect();
+        match found.len() {
+            0 => Ok(None),
+            1 => Ok(found.pop()),
+            _ => {
+                let ids: Vec<&str> = found.iter().map(|v| v.id.as_str()).collect();
+                Err(Error::precondition(format!(
+                    "{} volumes are named {name:?} ({}); delete the extra ones so the name \
+                     identifies one volume",
+                    ids.len(),
+                    ids.join(", ")
+                )))
+            }
+        }
+    }
+
+    /// CSI: an existing volume with this name must match the request, else AlreadyExists.
+    async fn check_compatible(
+        &self,
+        cloud: &Cloud,
+        v: &Volume,
+        req: &CreateVolume,
+        volume_type: Option<&str>,
+    ) -> Result<()> {
+        let exists = |what: String| {
+            Error::AlreadyExists(format!(
+                "volume {:?} already exists as {} but {what}; use another name or delete it",
+                req.name, v.id
+            ))
+        };
+        if !fits(req.capacity, v) {
+            return Err(exists(format!(
+                "its size {} GiB does not fit capacity_range (required {}, limit {})",
+                v.size_gib, req.capacity.required_bytes, req.capacity.limit_bytes
+            )));
+        }
+        let source_ok = match &req.source {
+            None => {
+                v.snapshot_id.is_none() && v.source_volume_id.is_none() && v.backup_id.is_none()
+            }
+            Some(ContentSource::Volume(id)) => v.source_volume_id.as_deref() == Some(id),
+            // Cinder may not report a backup source; only a different known source conflicts.
+            Some(ContentSource::Snapshot(id)) => {
+                v.source_volume_id.is_none()
+                    && v.snapshot_id.as_deref().is_none_or(|s| s == id)
+                    && v.backup_id.as_deref().is_none_or(|b| b == id)
+            }
+        };
+        if !source_ok {
+            return Err(exists("its content source differs".into()));
+        }
+        for cap in &req.capabilities {
+            if let Some(why) = unsupported_capability(cap, v.multiattach) {
+                return Err(exists(format!("it cannot serve the capability: {why}")));
+            }
+        }
+        if let Some(want) = volume_type {
+            let have = v.volume_type.as_deref().unwrap_or("");
+            if want != have {
+                // The request may name the type by id; Cinder reports the name.
+                let t = self.resolve_type(cloud, want).await?;
+                if t.name != have && t.id != have {
+                    return Err(exists(format!("its volume type is {have:?}, not {want:?}")));
+                }
+            }
+        }
+        if self.opts.with_topology && req.params.availability.is_none() {
+            let zones: Vec<&str> = req.topology.requisite.iter().filter_map(zone_of).collect();
+            if !zones.is_empty() && !zones.contains(&v.availability_zone.as_str()) {
+                return Err(exists(format!(
+                    "its availability zone {:?} is not among the requisite zones {zones:?}",
+                    v.availability_zone
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    async fn create_new(
+        &self,
+        cloud: &Cloud,
+        req: &CreateVolume,
+        volume_type: Option<String>,
+    ) -> Result<Volume> {
+        if wants_multi_node(&req.capabilities) {
+            let multiattach = match &volume_type {
+                Some(t) => self.resolve_type(cloud, t).await?.multiattach,
+                None => false,
+            };
+            for cap in &req.capabilities {
+                if let Some(why) = unsupported_capability(cap, multiattach) {
+                    return Err(Error::invalid(why));
+                }
+            }
+        }
+        let (source, source_gib) = match &req.source {
+            None => (None, 0),
+            Some(src) => {
+                let (s, gib) = self.resolve_source(cloud, src, req.deadline).await?;
+                (Some(s), gib)
+            }
+        };
+        let size_gib = size_for(req.capacity, source_gib)?;
+        let mut metadata: BTreeMap<String, String> = req.params.k8s_metadata.clone();
+        metadata.insert(CLUSTER_KEY.to_string(), self.opts.cluster.clone());
+        let new = NewVolume {
+            name: req.name.clone(),
+            size_gib,
+            description: Some(VOLUME_DESCRIPTION.to_string()),
+            volume_type: volume_type.clone(),
+            availability_zone: self.pick_zone(req),
+            metadata,
+            source,
+            scheduler_hints: Default::default(),
+        };
+        cloud
+            .storage
+            .create_volume(&new)
+            .await
+            .map_err(|e| match e {
+                CloudError::NotFound {
+                    resource: Resource::VolumeType,
+                    id,
+                } => Error::invalid(format!(
+                    "StorageClass parameter \"type\" names volume type {id:?}, which does not exist"
+                )),
+                CloudError::NotFound {
+                    resource: Resource::Snapshot | Resource::Backup,
+                    id,
+                } => Error::SnapshotNotFound { id },
+                CloudError::NotFound {
+                    resource: Resource::Volume,
+                    id,
+                } => Error::VolumeNotFound { id },
+                other => Error::Cloud(other),
+            })
+    }
+
+    /// AZ precedence (upstream's): `availability`, then with topology the first preferred and
+    /// then the first requisite zone; otherwise Cinder's default.
+    fn pick_zone(&self, req: &CreateVolume) -> Option<String> {
+        if let Some(az) = &req.params.availability {
+            return Some(az.clone());
+        }
+        if !self.opts.with_topology {
+            return None;
+        }
+        req.topology
+            .preferred
+            .iter()
+            .chain(req.topology.requisite.iter())
+            .find_map(zone_of)
+            .map(str::to_string)
+    }
+
+    pub(super) async fn resolve_type(&self, cloud: &Cloud, name_or_id: &str) -> Result<VolumeType> {
+        cloud
+            .storage
+            .get_volume_type(name_or_id)
+            .await
+            .map_err(|e| match e {
+                CloudError::NotFound { .. } => Error::invalid(format!(
+                    "volume type {name_or_id:?} does not exist in Cinder; fix the \"type\" \
+                     parameter"
+                )),
+                other => Error::Cloud(other),
+            })
+    }
+
+    /// The cloud source of a CSI content source, and its size. A CSI snapshot id is a Cinder
+    /// snapshot or, for `type: backup` classes, a Cinder backup.
+    async fn resolve_source(
+        &self,
+        cloud: &Cloud,
+        src: &ContentSource,
+        rpc_deadline: Instant,
+    ) -> Result<(VolumeSource, u64)> {
+        let deadline = wait_deadline(rpc_deadline);
+        let storage = &cloud.storage;
+        match src {
+            ContentSource::Volume(id) => {
+                let mut v = storage
+                    .get_volume(id)
+                    .await
+                    .map_err(|e| super::volume_error(id, e))?;
+                if v.status.is_error() {
+                    return Err(Error::precondition(format!(
+                        "source volume {id} is in status {}; it cannot be cloned",
+                        v.status
+                    )));
+                }
+                if v.status.is_transitional() {
+                    v = storage
+                        .wait_volume(id, &VolumeWait::Stable, deadline)
+                        .await?;
+                }
+                Ok((VolumeSource::Volume(id.clone()), v.size_gib))
+            }
+            ContentSource::Snapshot(id) => match storage.get_snapshot(id).await {
+                Ok(s) => {
+                    let s = match s.status {
+                        SnapshotStatus::Available => s,
+                        ref st if st.is_error() => {
+                            return Err(Error::precondition(format!(
+                                "source snapshot {id} is in status {st}; it cannot be restored"
+                            )))
+                        }
+                        _ => {
+                            storage
+                                .wait_snapshot(id, &SnapshotWait::Available, deadline)
+                                .await?
+                        }
+                    };
+                    Ok((VolumeSource::Snapshot(id.clone()), s.size_gib))
+                }
+                Err(CloudError::NotFound { .. }) => {
+                    let b = match storage.get_backup(id).await {
+                        Ok(b) => b,
+                        Err(CloudError::NotFound { .. } | CloudError::Unsupported(_)) => {
+                            return Err(Error::SnapshotNotFound { id: id.clone() })
+                        }
+                        Err(e) => return Err(e.into()),
+                    };
+                    let b = match b.status {
+                        BackupStatus::Available => b,
+                        ref st if st.is_error() => {
+                            return Err(Error::precondition(format!(
+                                "source backup {id} is in status {st}; it cannot be restored"
+                            )))
+                        }
+                        _ => {
+                            storage
+                                .wait_backup(id, &BackupWait::Available, deadline)
+                                .await?
+                        }
+                    };
+                    Ok((VolumeSource::Backup(id.clone()), b.size_gib))
+                }
+                Err(e) => Err(e.into()),
+            },
+        }
+    }
+
+    /// Wait out creation. A volume that ends in an error state is deleted, so the retry
+    /// starts afresh, and the RPC fails with Cinder's reason.
+    async fn until_created(
+        &self,
+        cloud: &Cloud,
+        v: Volume,
+        name: &str,
+        deadline: Instant,
+    ) -> Result<Volume> {
+        let failed = if v.status.is_error() {
+            Some((v.status.to_string(), None))
+        } else if is_creating(&v.status) {
+            match cloud
+                .storage
+                .wait_volume(&v.id, &VolumeWait::Available, deadline)
+                .await
+            {
+                Ok(v) => return Ok(v),
+                Err(CloudError::ErrorState { status, reason, .. }) => Some((status, reason)),
+                Err(e) => return Err(e.into()),
+            }
+        } else {
+            None
+        };
+        let Some((status, reason)) = failed else {
+            return Ok(v);
+        };
+        let cleanup = match cloud.storage.delete_volume(&v.id, false).await {
+            Ok(()) | Err(CloudError::NotFound { .. }) => {
+                "it was deleted; a retry creates a new one".to_string()
+            }
+            Err(e) => format!("deleting it failed too ({e}); a retry deletes it again"),
+        };
+        Err(Error::internal(format!(
+            "volume {} ({name:?}) went into status {status}{}; {cleanup}",
+            v.id,
+            reason.map(|r| format!(": {r}")).unwrap_or_default()
+        )))
+    }
+}

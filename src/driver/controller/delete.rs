@@ -1,0 +1,105 @@
+//! DeleteVolume. Unknown volume → OK (CSI: "MUST reply 0 OK"); attached → FailedPrecondition;
+//! a volume with snapshots → FailedPrecondition unless `cascade-delete` (CSI: snapshots that
+//! are not independent of their volume make the volume "in use"). Waits until Cinder has
+//! really deleted it, so quota is free and `error_deleting` is reported, not hidden.
+
+use tokio::time::Instant;
+
+use super::waits::{wait_deadline, MAX_STATE_RETRIES};
+use super::{Controller, DeleteVolume};
+use crate::cloud::{Cloud, CloudError, PageRequest, SnapshotFilter, VolumeStatus, VolumeWait};
+use crate::driver::{Error, Result};
+
+impl Controller {
+    pub async fn delete_volume(&self, req: DeleteVolume) -> Result<()> {
+        let cloud = self.cloud(&req.cloud)?;
+        let deadline = wait_deadline(req.deadline);
+        let id = req.volume_id.as_str();
+        let storage = &cloud.storage;
+        let mut v = match storage.get_volume(id).await {
+            Ok(v) => v,
+            Err(CloudError::NotFound { .. }) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        for _ in 0..MAX_STATE_RETRIES {
+            if !v.attachments.is_empty() || v.status == VolumeStatus::InUse {
+                let servers: Vec<&str> =
+                    v.attachments.iter().map(|a| a.server_id.as_str()).collect();
+                return Err(Error::precondition(format!(
+                    "volume {id} is attached to node(s) {}; it must be unpublished \
+                     (ControllerUnpublishVolume) before it can be deleted",
+                    servers.join(", ")
+                )));
+            }
+            if v.status == VolumeStatus::Deleting {
+                return until_deleted(cloud, id, deadline).await;
+            }
+            if v.status.is_transitional() {
+                // e.g. `detaching` right after an unpublish: Cinder refuses deletes until it
+                // settles (upstream's 400 here, #2965).
+                v = match storage.wait_volume(id, &VolumeWait::Stable, deadline).await {
+                    Ok(v) => v,
+                    Err(CloudError::NotFound { .. }) => return Ok(()),
+                    // A volume in an error state can be deleted.
+                    Err(CloudError::ErrorState { .. }) => storage.get_volume(id).await?,
+                    Err(e) => return Err(e.into()),
+                };
+                continue;
+            }
+            match storage.delete_volume(id, self.opts.cascade_delete).await {
+                Ok(()) => return until_deleted(cloud, id, deadline).await,
+                Err(CloudError::NotFound { .. }) => return Ok(()),
+                Err(CloudError::Conflict { message, .. }) => {
+                    v = match storage.get_volume(id).await {
+                        Ok(v) => v,
+                        Err(CloudError::NotFound { .. }) => return Ok(()),
+                        Err(e) => return Err(e.into()),
+                    };
+                    if v.status.is_transitional() || !v.attachments.is_empty() {
+                        continue;
+                    }
+                    return Err(self.explain_refusal(cloud, id, &message).await);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(Error::Aborted(format!(
+            "volume {id} kept changing state (now {}); retry later",
+            v.status
+        )))
+    }
+
+    /// Cinder refused a delete of a stable, detached volume: almost always its snapshots.
+    async fn explain_refusal(&self, cloud: &Cloud, id: &str, message: &str) -> Error {
+        let filter = SnapshotFilter {
+            volume_id: Some(id.to_string()),
+            ..Default::default()
+        };
+        match cloud
+            .storage
+            .list_snapshots(&filter, &PageRequest::default())
+            .await
+        {
+            Ok(page) if !page.items.is_empty() => {
+                let ids: Vec<&str> = page.items.iter().map(|s| s.id.as_str()).collect();
+                Error::precondition(format!(
+                    "volume {id} has snapshots ({}); delete them first, or set \
+                     [BlockStorage] cascade-delete = true to delete them with the volume",
+                    ids.join(", ")
+                ))
+            }
+            _ => Error::precondition(format!("Cinder refused to delete volume {id}: {message}")),
+        }
+    }
+}
+
+async fn until_deleted(cloud: &Cloud, id: &str, deadline: Instant) -> Result<()> {
+    match cloud
+        .storage
+        .wait_volume(id, &VolumeWait::Deleted, deadline)
+        .await
+    {
+        Ok(_) | Err(CloudError::NotFound { .. }) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}

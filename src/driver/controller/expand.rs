@@ -1,0 +1,108 @@
+//! ControllerExpandVolume: extend (online with Cinder 3.42 when in-use) and wait until
+//! Cinder reports the new size. Node expansion is required only for mount access.
+
+use super::waits::{wait_deadline, MAX_STATE_RETRIES};
+use super::{volume_error, Controller, ExpandVolume, Expanded};
+use crate::cloud::{CloudError, VolumeStatus, VolumeWait, GIB};
+use crate::driver::types::round_up_gib;
+use crate::driver::{Error, Result};
+
+impl Controller {
+    pub async fn expand_volume(&self, req: ExpandVolume) -> Result<Expanded> {
+        let id = req.volume_id.as_str();
+        if req.capacity.required_bytes == 0 {
+            return Err(Error::invalid(
+                "capacity_range.required_bytes is required: the size to expand to",
+            ));
+        }
+        let new_gib = round_up_gib(req.capacity.required_bytes);
+        if req.capacity.limit_bytes != 0 && new_gib * GIB > req.capacity.limit_bytes {
+            return Err(Error::OutOfRange(format!(
+                "Cinder sizes are whole GiB: {new_gib} GiB exceeds capacity_range limit_bytes {}",
+                req.capacity.limit_bytes
+            )));
+        }
+        // CSI: "if volume is being used as a block device - the SP MAY set
+        // node_expansion_required to false"; unknown usage is treated as a filesystem.
+        let node_expansion_required = req
+            .capability
+            .as_ref()
+            .is_none_or(|c| !c.access_type.is_block());
+        let done = |size_gib: u64| Expanded {
+            capacity_bytes: size_gib * GIB,
+            node_expansion_required,
+        };
+        let cloud = self.cloud(&req.cloud)?;
+        let deadline = wait_deadline(req.deadline);
+        let storage = &cloud.storage;
+        let mut v = storage
+            .get_volume(id)
+            .await
+            .map_err(|e| volume_error(id, e))?;
+        if let Some(cap) = &req.capability {
+            if let Some(why) = super::unsupported_capability(cap, v.multiattach) {
+                return Err(Error::invalid(format!("volume {id}: {why}")));
+            }
+        }
+        for _ in 0..MAX_STATE_RETRIES {
+            // CSI: already at least that large → OK.
+            if v.size_gib >= new_gib && v.status != VolumeStatus::Extending {
+                return Ok(done(v.size_gib));
+            }
+            let online = match &v.status {
+                VolumeStatus::Available => false,
+                VolumeStatus::InUse => true,
+                VolumeStatus::Extending => {
+                    v = storage
+                        .wait_volume(id, &VolumeWait::Extended(new_gib), deadline)
+                        .await?;
+                    continue;
+                }
+                s if s.is_transitional() => {
+                    v = storage
+                        .wait_volume(id, &VolumeWait::Stable, deadline)
+                        .await?;
+                    continue;
+                }
+                s => {
+                    return Err(Error::precondition(format!(
+                        "volume {id} is in status {s}; Cinder extends only available or in-use \
+                         volumes{}",
+                        if s.is_error() {
+                            " (an operator must reset its state)"
+                        } else {
+                            ""
+                        }
+                    )))
+                }
+            };
+            match storage.extend_volume(id, new_gib, online).await {
+                Ok(()) => {
+                    v = storage
+                        .wait_volume(id, &VolumeWait::Extended(new_gib), deadline)
+                        .await?;
+                }
+                Err(CloudError::Conflict { .. }) => {
+                    v = storage
+                        .get_volume(id)
+                        .await
+                        .map_err(|e| volume_error(id, e))?;
+                }
+                Err(CloudError::Unsupported(why)) if online => {
+                    return Err(Error::precondition(format!(
+                        "volume {id} is in use and this cloud cannot extend attached volumes \
+                         ({why}); unpublish it first"
+                    )))
+                }
+                Err(e) => return Err(volume_error(id, e)),
+            }
+        }
+        if v.size_gib >= new_gib && v.status != VolumeStatus::Extending {
+            return Ok(done(v.size_gib));
+        }
+        Err(Error::Aborted(format!(
+            "volume {id} kept changing state (now {}); retry later",
+            v.status
+        )))
+    }
+}

@@ -1,0 +1,183 @@
+//! The controller core: CSI Controller use cases on top of the cloud port, one file per
+//! resource. Handlers in `csi::controller` validate and convert, take the in-flight guard,
+//! and make exactly one call in here.
+//!
+//! Wait model: every wait goes through the port's `wait_*` with the RPC deadline (minus
+//! [`waits::DEADLINE_MARGIN`]); when it runs out the RPC answers Aborted with the last status
+//! seen, the sidecar retries, and the retry picks the operation up where it stands (by name
+//! for creates, by state for everything else). Error states end a wait at once.
+
+mod capabilities;
+mod capacity;
+mod create;
+mod delete;
+mod expand;
+mod list;
+mod model;
+mod modify;
+pub mod params;
+mod publish;
+mod snapshot_delete;
+mod snapshot_list;
+mod snapshots;
+pub mod tokens;
+pub mod waits;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Mutex;
+
+use crate::cloud::{Cloud, CloudError, Clouds, MigrationPolicy, Resource, Volume};
+use crate::driver::types::{Topology, ZONE_TOPOLOGY_KEY};
+use crate::driver::{Error, InFlight, InFlightGuard, Result};
+
+pub use capabilities::unsupported_capability;
+pub use model::*;
+
+/// How this controller behaves; built by `app` from flags and cloud.conf `[BlockStorage]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerOptions {
+    /// `--cluster`: written to volume metadata `cinder.csi.openstack.org/cluster`.
+    pub cluster: String,
+    /// `--with-topology`: report and honour the AZ topology.
+    pub with_topology: bool,
+    /// `ignore-volume-az`: report the requested topology, not the volume's AZ.
+    pub ignore_volume_az: bool,
+    /// `cascade-delete`: DeleteVolume also deletes the volume's snapshots.
+    pub cascade_delete: bool,
+    /// `list-cluster-volumes-only`: ListVolumes shows only volumes tagged with `cluster`.
+    pub list_cluster_volumes_only: bool,
+    /// `retype-migration-policy`: may a ControllerModifyVolume retype move data.
+    pub retype_policy: MigrationPolicy,
+}
+
+impl Default for ControllerOptions {
+    fn default() -> Self {
+        Self {
+            cluster: String::new(),
+            with_topology: true,
+            ignore_volume_az: false,
+            cascade_delete: false,
+            list_cluster_volumes_only: false,
+            retype_policy: MigrationPolicy::Never,
+        }
+    }
+}
+
+pub struct Controller {
+    clouds: Clouds,
+    opts: ControllerOptions,
+    inflight: InFlight,
+    /// Backups whose temporary snapshot is known to be gone, so listings do not look again.
+    cleaned_backups: Mutex<HashSet<String>>,
+}
+
+impl Controller {
+    pub fn new(clouds: Clouds, opts: ControllerOptions) -> Self {
+        Self {
+            clouds,
+            opts,
+            inflight: InFlight::new(),
+            cleaned_backups: Mutex::new(HashSet::new()),
+        }
+    }
+
+    pub fn options(&self) -> &ControllerOptions {
+        &self.opts
+    }
+
+    pub fn clouds(&self) -> &Clouds {
+        &self.clouds
+    }
+
+    // ---- in-flight guards (taken by the handlers after validation) -----------------------
+
+    pub fn lock_volume(&self, id: &str) -> Result<InFlightGuard> {
+        self.inflight.try_lock(id)
+    }
+
+    pub fn lock_volume_name(&self, name: &str) -> Result<InFlightGuard> {
+        self.inflight.try_lock(format!("name:{name}"))
+    }
+
+    pub fn lock_snapshot(&self, id: &str) -> Result<InFlightGuard> {
+        self.inflight.try_lock(format!("snapshot:{id}"))
+    }
+
+    pub fn lock_snapshot_name(&self, name: &str) -> Result<InFlightGuard> {
+        self.inflight.try_lock(format!("snapshot-name:{name}"))
+    }
+
+    // ---- shared helpers -------------------------------------------------------------------
+
+    /// The cloud named by the request's `cloud` secret (`""` = default).
+    fn cloud(&self, name: &str) -> Result<&Cloud> {
+        self.clouds.get(name).ok_or_else(|| {
+            let known: Vec<String> = self.clouds.names().map(|n| format!("{n:?}")).collect();
+            if name.is_empty() {
+                Error::invalid(format!(
+                    "the request has no \"cloud\" secret and no default cloud ([Global]) is \
+                     configured; set the secret to one of {}",
+                    known.join(", ")
+                ))
+            } else {
+                Error::invalid(format!(
+                    "secret \"cloud\" = {name:?} names no configured cloud; configured: {}",
+                    known.join(", ")
+                ))
+            }
+        })
+    }
+
+    /// Accessible topology of a volume in `az` (empty without `--with-topology`).
+    fn zone_topology(&self, az: &str) -> Vec<Topology> {
+        if !self.opts.with_topology || az.is_empty() {
+            return Vec::new();
+        }
+        vec![BTreeMap::from([(
+            ZONE_TOPOLOGY_KEY.to_string(),
+            az.to_string(),
+        )])]
+    }
+
+    /// What CreateVolume, ListVolumes and ControllerGetVolume report for a volume. The volume
+    /// context depends only on the volume, so every RPC reports the same one (spec: "SHALL
+    /// always report the same volume_context").
+    fn volume_info(&self, v: &Volume) -> VolumeInfo {
+        let source = v
+            .snapshot_id
+            .clone()
+            .map(ContentSource::Snapshot)
+            .or_else(|| v.backup_id.clone().map(ContentSource::Snapshot))
+            .or_else(|| v.source_volume_id.clone().map(ContentSource::Volume));
+        let mut context = BTreeMap::new();
+        if source.is_some() {
+            context.insert(params::RESIZE_REQUIRED_KEY.to_string(), "true".to_string());
+        }
+        let topology = if self.opts.ignore_volume_az {
+            Vec::new()
+        } else {
+            self.zone_topology(&v.availability_zone)
+        };
+        VolumeInfo {
+            id: v.id.clone(),
+            capacity_bytes: v.size_bytes(),
+            context,
+            source,
+            topology,
+        }
+    }
+}
+
+/// NotFound of the volume the request names becomes the precise driver error.
+fn volume_error(id: &str, e: CloudError) -> Error {
+    match e {
+        CloudError::NotFound {
+            resource: Resource::Volume,
+            ..
+        } => Error::VolumeNotFound { id: id.to_string() },
+        other => Error::Cloud(other),
+    }
+}

@@ -1,0 +1,99 @@
+//! ControllerModifyVolume (VolumeAttributesClass): mutable `type` → Cinder retype with the
+//! configured migration policy. Only keys that are present change anything (CSI: "SPs MUST
+//! NOT modify volumes based on the absence of keys").
+
+use super::waits::{wait_deadline, MAX_STATE_RETRIES};
+use super::{volume_error, Controller, ModifyVolume};
+use crate::cloud::{
+    CloudError, MigrationPolicy, Resource, Volume, VolumeStatus, VolumeType, VolumeWait,
+};
+use crate::driver::{Error, Result};
+
+fn has_type(v: &Volume, want: &str, resolved: Option<&VolumeType>) -> bool {
+    let Some(have) = v.volume_type.as_deref() else {
+        return false;
+    };
+    have == want || resolved.is_some_and(|t| t.name == have || t.id == have)
+}
+
+impl Controller {
+    pub async fn modify_volume(&self, req: ModifyVolume) -> Result<()> {
+        let id = req.volume_id.as_str();
+        let Some(want) = req.mutable.volume_type.as_deref() else {
+            return Err(Error::invalid(
+                "mutable_parameters is empty; set \"type\" to the Cinder volume type to retype to",
+            ));
+        };
+        let cloud = self.cloud(&req.cloud)?;
+        let deadline = wait_deadline(req.deadline);
+        let storage = &cloud.storage;
+        let mut v = storage
+            .get_volume(id)
+            .await
+            .map_err(|e| volume_error(id, e))?;
+        if has_type(&v, want, None) && !v.status.is_transitional() {
+            return Ok(());
+        }
+        let t = self.resolve_type(cloud, want).await?;
+        for _ in 0..MAX_STATE_RETRIES {
+            if v.status.is_transitional() {
+                v = storage
+                    .wait_volume(id, &VolumeWait::Stable, deadline)
+                    .await?;
+                continue;
+            }
+            if has_type(&v, want, Some(&t)) {
+                return Ok(());
+            }
+            if !matches!(v.status, VolumeStatus::Available | VolumeStatus::InUse) {
+                return Err(Error::precondition(format!(
+                    "volume {id} is in status {}; Cinder retypes only available or in-use volumes",
+                    v.status
+                )));
+            }
+            match storage
+                .retype_volume(id, &t.name, self.opts.retype_policy)
+                .await
+            {
+                Ok(()) => {
+                    v = storage
+                        .wait_volume(id, &VolumeWait::Stable, deadline)
+                        .await?;
+                    if has_type(&v, want, Some(&t)) {
+                        return Ok(());
+                    }
+                    // Cinder accepted the request but left the type: it needed a migration.
+                    return Err(Error::precondition(format!(
+                        "Cinder did not retype volume {id} to {:?}{}",
+                        t.name,
+                        if self.opts.retype_policy == MigrationPolicy::Never {
+                            "; the change needs a data migration, which \
+                             [BlockStorage] retype-migration-policy = never forbids"
+                        } else {
+                            "; see the Cinder volume's messages"
+                        }
+                    )));
+                }
+                Err(CloudError::Conflict { .. }) => {
+                    v = storage
+                        .get_volume(id)
+                        .await
+                        .map_err(|e| volume_error(id, e))?;
+                }
+                Err(CloudError::NotFound {
+                    resource: Resource::VolumeType,
+                    ..
+                }) => {
+                    return Err(Error::invalid(format!(
+                        "volume type {want:?} does not exist in Cinder"
+                    )))
+                }
+                Err(e) => return Err(volume_error(id, e)),
+            }
+        }
+        Err(Error::Aborted(format!(
+            "volume {id} kept changing state (now {}); retry later",
+            v.status
+        )))
+    }
+}

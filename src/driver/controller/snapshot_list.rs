@@ -1,0 +1,190 @@
+//! ListSnapshots (by id, by source, paginated across clouds and from snapshots into backups)
+//! and GetSnapshot. Listings show the real ready state and never the temporary snapshots
+//! backups are taken from.
+
+use super::list::stale_marker;
+use super::snapshots::{
+    backup_info, is_temporary, listable_backup, listable_snapshot, snapshot_info,
+};
+use super::tokens::{Collection, ListToken};
+use super::{Controller, ListSnapshots, SnapshotInfo, SnapshotsPage};
+use crate::cloud::{
+    BackupFilter, BackupStatus, Cloud, CloudError, PageRequest, SnapshotFilter, SnapshotStatus,
+};
+use crate::driver::{Error, Result};
+
+impl Controller {
+    /// Look one snapshot or backup up by CSI id in `cloud`. `Err` of the inner result: it
+    /// exists but is in an error state (the status, for messages).
+    async fn find_snapshot(
+        &self,
+        cloud: &Cloud,
+        id: &str,
+    ) -> Result<Option<std::result::Result<SnapshotInfo, String>>> {
+        match cloud.storage.get_snapshot(id).await {
+            Ok(s) if is_temporary(&s) || s.status == SnapshotStatus::Deleting => return Ok(None),
+            Ok(s) if s.status.is_error() => return Ok(Some(Err(s.status.to_string()))),
+            Ok(s) => return Ok(Some(Ok(snapshot_info(&s)))),
+            Err(CloudError::NotFound { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+        match cloud.storage.get_backup(id).await {
+            Ok(b) if b.status == BackupStatus::Deleting => Ok(None),
+            Ok(b) if b.status.is_error() => Ok(Some(Err(b.status.to_string()))),
+            Ok(b) => {
+                if b.status == BackupStatus::Available {
+                    self.drop_temporary(cloud, &b).await;
+                }
+                Ok(Some(Ok(backup_info(&b))))
+            }
+            Err(CloudError::NotFound { .. } | CloudError::Unsupported(_)) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// CSI GetSnapshot: the request's cloud, or every cloud when it names none.
+    pub async fn get_snapshot(&self, id: &str, cloud: Option<&str>) -> Result<SnapshotInfo> {
+        for c in self.list_clouds(cloud)? {
+            match self.find_snapshot(c, id).await? {
+                Some(Ok(info)) => return Ok(info),
+                Some(Err(status)) => {
+                    return Err(Error::internal(format!(
+                        "snapshot {id} is in status {status}; it cannot be used, delete it"
+                    )))
+                }
+                None => {}
+            }
+        }
+        Err(Error::SnapshotNotFound { id: id.to_string() })
+    }
+
+    fn list_clouds(&self, named: Option<&str>) -> Result<Vec<&Cloud>> {
+        Ok(match named {
+            Some(n) => vec![self.cloud(n)?],
+            None => self.clouds.iter().collect(),
+        })
+    }
+
+    /// CSI ListSnapshots: by id, by source volume, or all; snapshots then backups, cloud by
+    /// cloud, paginated with tokens that name the cloud and the collection.
+    pub async fn list_snapshots(&self, req: ListSnapshots) -> Result<SnapshotsPage> {
+        let clouds = self.list_clouds(req.cloud.as_deref())?;
+        if let Some(id) = &req.snapshot_id {
+            for c in &clouds {
+                // A snapshot in an error state is not listed (it cannot be restored).
+                if let Some(found) = self.find_snapshot(c, id).await? {
+                    let Ok(info) = found else {
+                        break;
+                    };
+                    let wanted = req.source_volume_id.as_ref();
+                    let entries = if wanted.is_none_or(|v| *v == info.source_volume_id) {
+                        vec![info]
+                    } else {
+                        vec![]
+                    };
+                    return Ok(SnapshotsPage {
+                        entries,
+                        next_token: None,
+                    });
+                }
+            }
+            return Ok(SnapshotsPage::default());
+        }
+        let names: Vec<&str> = clouds.iter().map(|c| c.name.as_str()).collect();
+        let (mut idx, mut collection, mut marker) = match req.starting_token.as_deref() {
+            None | Some("") => (0, Collection::Snapshots, None),
+            Some(t) => {
+                let t =
+                    ListToken::decode(t, &[Collection::Snapshots, Collection::Backups], &names)?;
+                let idx = names.iter().position(|n| *n == t.cloud).unwrap_or(0);
+                (idx, t.collection, t.marker)
+            }
+        };
+        let limit = req.max_entries as usize;
+        let mut entries = Vec::new();
+        while let Some(cloud) = clouds.get(idx) {
+            let page = PageRequest {
+                limit: (limit > 0).then(|| (limit - entries.len()) as u32),
+                marker: marker.clone(),
+            };
+            let had_marker = marker.is_some();
+            let next = match collection {
+                Collection::Snapshots => {
+                    let filter = SnapshotFilter {
+                        name: None,
+                        volume_id: req.source_volume_id.clone(),
+                    };
+                    let got = match cloud.storage.list_snapshots(&filter, &page).await {
+                        Ok(got) => got,
+                        Err(e) if stale_marker(&e, had_marker) => {
+                            marker = None;
+                            continue;
+                        }
+                        Err(e) => return Err(e.into()),
+                    };
+                    entries.extend(
+                        got.items
+                            .iter()
+                            .filter(|s| listable_snapshot(s))
+                            .map(snapshot_info),
+                    );
+                    got.next_marker
+                }
+                _ => {
+                    let filter = BackupFilter {
+                        name: None,
+                        volume_id: req.source_volume_id.clone(),
+                    };
+                    match cloud.storage.list_backups(&filter, &page).await {
+                        Ok(got) => {
+                            entries.extend(
+                                got.items
+                                    .iter()
+                                    .filter(|b| listable_backup(b))
+                                    .map(backup_info),
+                            );
+                            got.next_marker
+                        }
+                        Err(CloudError::Unsupported(_)) => None,
+                        Err(e) if stale_marker(&e, had_marker) => {
+                            marker = None;
+                            continue;
+                        }
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+            };
+            match next {
+                Some(m) => marker = Some(m),
+                None => {
+                    marker = None;
+                    if collection == Collection::Snapshots {
+                        collection = Collection::Backups;
+                    } else {
+                        collection = Collection::Snapshots;
+                        idx += 1;
+                    }
+                }
+            }
+            if limit > 0 && entries.len() >= limit {
+                entries.truncate(limit);
+                let next_token = clouds.get(idx).map(|c| {
+                    ListToken {
+                        collection,
+                        cloud: c.name.clone(),
+                        marker: marker.clone(),
+                    }
+                    .encode()
+                });
+                return Ok(SnapshotsPage {
+                    entries,
+                    next_token,
+                });
+            }
+        }
+        Ok(SnapshotsPage {
+            entries,
+            next_token: None,
+        })
+    }
+}

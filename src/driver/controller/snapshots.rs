@@ -1,0 +1,366 @@
+//! CreateSnapshot (plain snapshots and the backup state machine).
+//!
+//! CreateSnapshot returns as soon as Cinder has the snapshot (`ready_to_use=false` while it
+//! is `creating`) and the snapshotter polls by calling it again (upstream blocked ~21 s and
+//! always said ready). `type: backup` is a state machine driven by those repeated calls, each
+//! step idempotent: temporary snapshot (named like the backup, tagged [`BACKUP_SOURCE_KEY`])
+//! → wait until it is cut → backup from it → once the backup is available, delete the
+//! temporary snapshot. The CSI snapshot id of a backup is the backup id.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
+
+use super::params::{SnapshotKind, BACKUP_BASE_SECONDS, BACKUP_SOURCE_KEY, CLUSTER_KEY};
+use super::waits::wait_deadline;
+use super::{Controller, CreateSnapshot, SnapshotInfo};
+use crate::cloud::{
+    Backup, BackupFilter, BackupStatus, Cloud, CloudError, NewBackup, NewSnapshot, PageRequest,
+    Snapshot, SnapshotFilter, SnapshotStatus, SnapshotWait, GIB,
+};
+use crate::driver::{Error, Result};
+
+/// Description Cinder shows for snapshots and backups we create.
+pub const SNAPSHOT_DESCRIPTION: &str = "Created by OpenStack Cinder CSI driver";
+
+pub(super) fn snapshot_info(s: &Snapshot) -> SnapshotInfo {
+    SnapshotInfo {
+        id: s.id.clone(),
+        source_volume_id: s.volume_id.clone(),
+        size_bytes: s.size_gib * GIB,
+        created_at: s.created_at.unwrap_or(SystemTime::UNIX_EPOCH),
+        ready_to_use: s.status == SnapshotStatus::Available,
+    }
+}
+
+pub(super) fn backup_info(b: &Backup) -> SnapshotInfo {
+    SnapshotInfo {
+        id: b.id.clone(),
+        source_volume_id: b.volume_id.clone(),
+        size_bytes: b.size_gib * GIB,
+        created_at: b.created_at.unwrap_or(SystemTime::UNIX_EPOCH),
+        ready_to_use: b.status == BackupStatus::Available,
+    }
+}
+
+pub(super) fn is_temporary(s: &Snapshot) -> bool {
+    s.metadata.contains_key(BACKUP_SOURCE_KEY)
+}
+
+/// Snapshots a listing shows: cut (or being cut) and not on their way out.
+pub(super) fn listable_snapshot(s: &Snapshot) -> bool {
+    !is_temporary(s) && !s.status.is_error() && s.status != SnapshotStatus::Deleting
+}
+
+pub(super) fn listable_backup(b: &Backup) -> bool {
+    !b.status.is_error() && b.status != BackupStatus::Deleting
+}
+
+fn one_named<T>(
+    what: &str,
+    name: &str,
+    mut found: Vec<T>,
+    id: impl Fn(&T) -> &str,
+) -> Result<Option<T>> {
+    match found.len() {
+        0 => Ok(None),
+        1 => Ok(found.pop()),
+        _ => {
+            let ids: Vec<&str> = found.iter().map(&id).collect();
+            Err(Error::precondition(format!(
+                "{} {what}s are named {name:?} ({}); delete the extra ones",
+                ids.len(),
+                ids.join(", ")
+            )))
+        }
+    }
+}
+
+impl Controller {
+    fn snapshot_metadata(&self, req: &CreateSnapshot) -> BTreeMap<String, String> {
+        let mut m = req.params.k8s_metadata.clone();
+        m.insert(CLUSTER_KEY.to_string(), self.opts.cluster.clone());
+        m
+    }
+
+    pub async fn create_snapshot(&self, req: CreateSnapshot) -> Result<SnapshotInfo> {
+        let cloud = self.cloud(&req.cloud)?;
+        match req.params.kind {
+            SnapshotKind::Snapshot => self.create_plain_snapshot(cloud, &req).await,
+            SnapshotKind::Backup => self.create_backup(cloud, &req).await,
+        }
+    }
+
+    async fn snapshots_named(&self, cloud: &Cloud, name: &str) -> Result<Vec<Snapshot>> {
+        let filter = SnapshotFilter {
+            name: Some(name.to_string()),
+            ..Default::default()
+        };
+        Ok(cloud
+            .storage
+            .list_snapshots(&filter, &PageRequest::default())
+            .await?
+            .items
+            .into_iter()
+            .filter(|s| s.name == name && s.status != SnapshotStatus::Deleting)
+            .collect())
+    }
+
+    async fn new_snapshot(&self, cloud: &Cloud, new: &NewSnapshot) -> Result<Snapshot> {
+        cloud
+            .storage
+            .create_snapshot(new)
+            .await
+            .map_err(|e| match e {
+                CloudError::NotFound { .. } => Error::VolumeNotFound {
+                    id: new.volume_id.clone(),
+                },
+                CloudError::Conflict { message, .. } if !new.force => Error::precondition(format!(
+                    "{message}; to snapshot an attached volume set the VolumeSnapshotClass \
+                     parameter force-create: \"true\""
+                )),
+                other => Error::Cloud(other),
+            })
+    }
+
+    async fn create_plain_snapshot(
+        &self,
+        cloud: &Cloud,
+        req: &CreateSnapshot,
+    ) -> Result<SnapshotInfo> {
+        let found: Vec<Snapshot> = self
+            .snapshots_named(cloud, &req.name)
+            .await?
+            .into_iter()
+            .filter(|s| !is_temporary(s))
+            .collect();
+        if let Some(s) = one_named("snapshot", &req.name, found, |s| s.id.as_str())? {
+            if s.volume_id != req.source_volume_id {
+                return Err(Error::AlreadyExists(format!(
+                    "snapshot {:?} already exists as {} of volume {}, not of {}",
+                    req.name, s.id, s.volume_id, req.source_volume_id
+                )));
+            }
+            if s.status.is_error() {
+                return Err(self.drop_failed_snapshot(cloud, &s).await);
+            }
+            return Ok(snapshot_info(&s));
+        }
+        let s = self
+            .new_snapshot(
+                cloud,
+                &NewSnapshot {
+                    name: req.name.clone(),
+                    volume_id: req.source_volume_id.clone(),
+                    description: Some(SNAPSHOT_DESCRIPTION.to_string()),
+                    force: req.params.force,
+                    metadata: self.snapshot_metadata(req),
+                },
+            )
+            .await?;
+        Ok(snapshot_info(&s))
+    }
+
+    /// A snapshot in an error state is deleted so a retried CreateSnapshot starts afresh.
+    async fn drop_failed_snapshot(&self, cloud: &Cloud, s: &Snapshot) -> Error {
+        let cleanup = match cloud.storage.delete_snapshot(&s.id).await {
+            Ok(()) | Err(CloudError::NotFound { .. }) => {
+                "it was deleted; a retry takes a new one".into()
+            }
+            Err(e) => format!("deleting it failed too ({e})"),
+        };
+        Error::internal(format!(
+            "snapshot {} ({:?}) of volume {} went into status {}; {cleanup}",
+            s.id, s.name, s.volume_id, s.status
+        ))
+    }
+
+    async fn create_backup(&self, cloud: &Cloud, req: &CreateSnapshot) -> Result<SnapshotInfo> {
+        let storage = &cloud.storage;
+        let filter = BackupFilter {
+            name: Some(req.name.clone()),
+            ..Default::default()
+        };
+        let found: Vec<Backup> = storage
+            .list_backups(&filter, &PageRequest::default())
+            .await?
+            .items
+            .into_iter()
+            .filter(|b| b.name == req.name && b.status != BackupStatus::Deleting)
+            .collect();
+        if let Some(b) = one_named("backup", &req.name, found, |b| b.id.as_str())? {
+            return self.backup_progress(cloud, req, b).await;
+        }
+        if !storage.backups_supported().await? {
+            return Err(Error::precondition(
+                "this cloud has no Cinder backup service; use a VolumeSnapshotClass with type: \
+                 snapshot",
+            ));
+        }
+        // Step 1: the temporary snapshot the backup is taken from.
+        let temp = self
+            .snapshots_named(cloud, &req.name)
+            .await?
+            .into_iter()
+            .filter(is_temporary)
+            .collect();
+        let temp = match one_named("temporary snapshot", &req.name, temp, |s| s.id.as_str())? {
+            Some(s) if s.volume_id != req.source_volume_id => {
+                return Err(Error::AlreadyExists(format!(
+                    "a backup named {:?} is being taken of volume {}, not of {}",
+                    req.name, s.volume_id, req.source_volume_id
+                )))
+            }
+            Some(s) if s.status.is_error() => {
+                return Err(self.drop_failed_snapshot(cloud, &s).await)
+            }
+            Some(s) => s,
+            None => {
+                let mut metadata = self.snapshot_metadata(req);
+                metadata.insert(BACKUP_SOURCE_KEY.to_string(), req.name.clone());
+                self.new_snapshot(
+                    cloud,
+                    &NewSnapshot {
+                        name: req.name.clone(),
+                        volume_id: req.source_volume_id.clone(),
+                        description: Some(format!(
+                            "Temporary source of backup {:?}; deleted when the backup is done",
+                            req.name
+                        )),
+                        force: req.params.force,
+                        metadata,
+                    },
+                )
+                .await?
+            }
+        };
+        // Step 2: the snapshot must be cut (available) before Cinder backs it up. This is the
+        // part CreateSnapshot must block for; a timeout is Aborted and the retry resumes here.
+        let temp = if temp.status == SnapshotStatus::Available {
+            temp
+        } else {
+            let deadline = wait_deadline(req.deadline);
+            match storage
+                .wait_snapshot(&temp.id, &SnapshotWait::Available, deadline)
+                .await
+            {
+                Ok(s) => s,
+                Err(CloudError::ErrorState { .. }) => {
+                    let mut failed = temp.clone();
+                    failed.status = SnapshotStatus::Error;
+                    return Err(self.drop_failed_snapshot(cloud, &failed).await);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
+        // Step 3: the backup.
+        let b = storage
+            .create_backup(&NewBackup {
+                name: req.name.clone(),
+                volume_id: req.source_volume_id.clone(),
+                snapshot_id: Some(temp.id.clone()),
+                description: Some(SNAPSHOT_DESCRIPTION.to_string()),
+                force: req.params.force,
+                availability_zone: req.params.availability.clone(),
+                metadata: self.snapshot_metadata(req),
+            })
+            .await
+            .map_err(|e| match e {
+                CloudError::Unsupported(why) => Error::precondition(format!(
+                    "this cloud cannot make backups ({why}); use type: snapshot"
+                )),
+                other => Error::Cloud(other),
+            })?;
+        self.backup_progress(cloud, req, b).await
+    }
+
+    /// Step 4 and the answer for an existing backup: ready when available (and then the
+    /// temporary snapshot goes), an error when it failed or is stuck.
+    async fn backup_progress(
+        &self,
+        cloud: &Cloud,
+        req: &CreateSnapshot,
+        b: Backup,
+    ) -> Result<SnapshotInfo> {
+        if b.volume_id != req.source_volume_id {
+            return Err(Error::AlreadyExists(format!(
+                "backup {:?} already exists as {} of volume {}, not of {}",
+                req.name, b.id, b.volume_id, req.source_volume_id
+            )));
+        }
+        if b.status.is_error() {
+            let cleanup = match cloud.storage.delete_backup(&b.id).await {
+                Ok(()) | Err(CloudError::NotFound { .. }) => {
+                    "it was deleted; a retry takes a new one".to_string()
+                }
+                Err(e) => format!("deleting it failed too ({e})"),
+            };
+            self.drop_temporary(cloud, &b).await;
+            return Err(Error::internal(format!(
+                "backup {} ({:?}) of volume {} went into status {}; {cleanup}",
+                b.id, b.name, b.volume_id, b.status
+            )));
+        }
+        if b.status == BackupStatus::Available {
+            self.drop_temporary(cloud, &b).await;
+        } else if let Some(created) = b.created_at {
+            let bound = Duration::from_secs(
+                BACKUP_BASE_SECONDS + req.params.backup_seconds_per_gib * b.size_gib,
+            );
+            let age = SystemTime::now()
+                .duration_since(created)
+                .unwrap_or_default();
+            if age > bound {
+                return Err(Error::internal(format!(
+                    "backup {} has been {} for {}s, longer than the {}s allowed by \
+                     backup-max-duration-seconds-per-gb ({} s/GiB × {} GiB + {}s)",
+                    b.id,
+                    b.status,
+                    age.as_secs(),
+                    bound.as_secs(),
+                    req.params.backup_seconds_per_gib,
+                    b.size_gib,
+                    BACKUP_BASE_SECONDS
+                )));
+            }
+        }
+        Ok(backup_info(&b))
+    }
+
+    /// Delete the temporary snapshot of a finished backup, once. Failures only delay it to
+    /// the next CreateSnapshot/ListSnapshots/DeleteSnapshot that sees the backup.
+    pub(super) async fn drop_temporary(&self, cloud: &Cloud, b: &Backup) {
+        let Some(sid) = b.snapshot_id.as_deref() else {
+            return;
+        };
+        if self.cleaned().contains(&b.id) {
+            return;
+        }
+        let gone = match cloud.storage.get_snapshot(sid).await {
+            Err(CloudError::NotFound { .. }) => true,
+            Ok(s) if !is_temporary(&s) => true,
+            Ok(s) if s.status == SnapshotStatus::Deleting => true,
+            Ok(_) => match cloud.storage.delete_snapshot(sid).await {
+                Ok(()) | Err(CloudError::NotFound { .. }) => true,
+                Err(e) => {
+                    tracing::warn!(backup = %b.id, snapshot = sid, error = %e,
+                        "cannot delete the temporary snapshot of a backup yet");
+                    false
+                }
+            },
+            Err(e) => {
+                tracing::warn!(backup = %b.id, snapshot = sid, error = %e,
+                    "cannot look up the temporary snapshot of a backup");
+                false
+            }
+        };
+        if gone {
+            self.cleaned().insert(b.id.clone());
+        }
+    }
+
+    fn cleaned(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
+        self.cleaned_backups
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+}

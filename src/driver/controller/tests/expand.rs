@@ -1,0 +1,132 @@
+use super::*;
+use crate::cloud::fake::Op;
+use crate::cloud::{CloudError, VolumeStatus};
+use crate::driver::Error;
+
+fn expand_req(id: &str, required: u64, c: Option<VolumeCapability>) -> ExpandVolume {
+    ExpandVolume {
+        volume_id: id.into(),
+        capacity: CapacityRange {
+            required_bytes: required,
+            limit_bytes: 0,
+        },
+        capability: c,
+        cloud: String::new(),
+        deadline: deadline(),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn extends_an_available_volume_and_waits_for_the_size() {
+    let e = env();
+    let v = e.create("a", 1).await;
+    let r = e
+        .ctl
+        .expand_volume(expand_req(&v.id, 2 * GIB + 1, None))
+        .await
+        .unwrap();
+    assert_eq!(r.capacity_bytes, 3 * GIB);
+    assert!(
+        r.node_expansion_required,
+        "unknown access: assume a filesystem"
+    );
+    let vol = e.fake.volume(&v.id).unwrap();
+    assert_eq!((vol.size_gib, vol.status), (3, VolumeStatus::Available));
+    for _ in 0..3 {
+        let again = e
+            .ctl
+            .expand_volume(expand_req(&v.id, 2 * GIB + 1, None))
+            .await
+            .unwrap();
+        assert_eq!(again, r);
+    }
+    assert_eq!(e.fake.calls(Op::ExtendVolume), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn online_extend_of_an_in_use_volume() {
+    let e = env();
+    let v = e.create("a", 1).await;
+    e.publish(&v.id, "node-1").await.unwrap();
+    let block = cap(AccessMode::SingleNodeWriter, true);
+    let r = e
+        .ctl
+        .expand_volume(expand_req(&v.id, 2 * GIB, Some(block)))
+        .await
+        .unwrap();
+    assert!(
+        !r.node_expansion_required,
+        "raw block needs no filesystem grow"
+    );
+    assert_eq!(e.fake.volume(&v.id).unwrap().status, VolumeStatus::InUse);
+    let r = e
+        .ctl
+        .expand_volume(expand_req(&v.id, 3 * GIB, Some(rwo())))
+        .await
+        .unwrap();
+    assert!(r.node_expansion_required);
+}
+
+#[tokio::test(start_paused = true)]
+async fn already_large_enough_is_ok_without_a_call() {
+    let e = env();
+    let v = e.create("a", 4).await;
+    let r = e
+        .ctl
+        .expand_volume(expand_req(&v.id, 2 * GIB, None))
+        .await
+        .unwrap();
+    assert_eq!(r.capacity_bytes, 4 * GIB);
+    assert_eq!(e.fake.calls(Op::ExtendVolume), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn bad_ranges_and_missing_volumes() {
+    let e = env();
+    let v = e.create("a", 1).await;
+    let mut req = expand_req(&v.id, 2 * GIB + 1, None);
+    req.capacity.limit_bytes = 2 * GIB + 10;
+    assert_matches!(e.ctl.expand_volume(req).await, Err(Error::OutOfRange(_)));
+    assert_matches!(
+        e.ctl.expand_volume(expand_req(&v.id, 0, None)).await,
+        Err(Error::InvalidArgument(_))
+    );
+    assert_matches!(
+        e.ctl.expand_volume(expand_req("nope", GIB, None)).await,
+        Err(Error::VolumeNotFound { .. })
+    );
+    assert_eq!(e.fake.calls(Op::ExtendVolume), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn quota_and_error_states() {
+    let e = env();
+    let v = e.create("a", 1).await;
+    e.fake.set_quota_gib(Some(2));
+    assert_matches!(
+        e.ctl.expand_volume(expand_req(&v.id, 5 * GIB, None)).await,
+        Err(Error::Cloud(CloudError::OverLimit { .. }))
+    );
+    e.fake
+        .set_volume_status(&v.id, VolumeStatus::ErrorExtending);
+    assert_matches!(
+        e.ctl.expand_volume(expand_req(&v.id, 2 * GIB, None)).await,
+        Err(Error::FailedPrecondition(m)) if m.contains("error_extending")
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_extend_in_progress_is_joined() {
+    let e = env();
+    let v = e.create("a", 1).await;
+    e.fake.set_settle_after(5);
+    let cloud = e.fake.cloud("");
+    cloud.storage.extend_volume(&v.id, 2, false).await.unwrap();
+    let r = e
+        .ctl
+        .expand_volume(expand_req(&v.id, 2 * GIB, None))
+        .await
+        .unwrap();
+    assert_eq!(r.capacity_bytes, 2 * GIB);
+    assert_eq!(e.fake.calls(Op::ExtendVolume), 1, "no second extend");
+}

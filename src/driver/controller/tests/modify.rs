@@ -1,0 +1,93 @@
+use super::*;
+use crate::cloud::fake::Op;
+use crate::cloud::MigrationPolicy;
+use crate::driver::Error;
+
+fn modify_req(id: &str, p: &[(&str, &str)]) -> ModifyVolume {
+    ModifyVolume {
+        volume_id: id.into(),
+        mutable: MutableParams::parse(&params(p)).unwrap(),
+        cloud: String::new(),
+        deadline: deadline(),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn retypes_and_repeats_without_a_second_retype() {
+    let e = env();
+    e.fake.add_volume_type("bronze", false);
+    let gold_id = e.fake.add_volume_type("gold", false);
+    let mut req = create_req("a", GIB);
+    req.params.volume_type = Some("bronze".into());
+    let v = e.ctl.create_volume(req).await.unwrap();
+    e.ctl
+        .modify_volume(modify_req(&v.id, &[("type", "gold")]))
+        .await
+        .unwrap();
+    assert_eq!(
+        e.fake.volume(&v.id).unwrap().volume_type.as_deref(),
+        Some("gold")
+    );
+    for _ in 0..3 {
+        e.ctl
+            .modify_volume(modify_req(&v.id, &[("type", "gold")]))
+            .await
+            .unwrap();
+        e.ctl
+            .modify_volume(modify_req(&v.id, &[("type", &gold_id)]))
+            .await
+            .unwrap();
+    }
+    assert_eq!(e.fake.calls(Op::RetypeVolume), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn bad_requests() {
+    let e = env();
+    let v = e.create("a", 1).await;
+    assert_matches!(
+        e.ctl.modify_volume(modify_req(&v.id, &[])).await,
+        Err(Error::InvalidArgument(_))
+    );
+    assert_matches!(
+        e.ctl.modify_volume(modify_req(&v.id, &[("type", "nope")])).await,
+        Err(Error::InvalidArgument(m)) if m.contains("nope")
+    );
+    e.fake.add_volume_type("gold", false);
+    assert_matches!(
+        e.ctl
+            .modify_volume(modify_req("missing", &[("type", "gold")]))
+            .await,
+        Err(Error::VolumeNotFound { .. })
+    );
+    assert_eq!(e.fake.calls(Op::RetypeVolume), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn migration_policy_is_honoured() {
+    let e = env();
+    e.fake.add_volume_type("gold", false);
+    e.fake.set_retype_needs_migration(true);
+    let v = e.create("a", 1).await;
+    assert_matches!(
+        e.ctl.modify_volume(modify_req(&v.id, &[("type", "gold")])).await,
+        Err(Error::FailedPrecondition(m)) if m.contains("retype-migration-policy")
+    );
+    assert_eq!(e.fake.volume(&v.id).unwrap().volume_type, None);
+
+    let e = env_with(ControllerOptions {
+        retype_policy: MigrationPolicy::OnDemand,
+        ..opts()
+    });
+    e.fake.add_volume_type("gold", false);
+    e.fake.set_retype_needs_migration(true);
+    let v = e.create("a", 1).await;
+    e.ctl
+        .modify_volume(modify_req(&v.id, &[("type", "gold")]))
+        .await
+        .unwrap();
+    assert_eq!(
+        e.fake.volume(&v.id).unwrap().volume_type.as_deref(),
+        Some("gold")
+    );
+}

@@ -1,0 +1,425 @@
+use std::collections::BTreeSet;
+
+use super::*;
+use crate::cloud::fake::Op;
+use crate::cloud::{BackupStatus, SnapshotStatus};
+use crate::driver::Error;
+
+fn delete_req(id: &str) -> DeleteSnapshot {
+    DeleteSnapshot {
+        snapshot_id: id.into(),
+        cloud: String::new(),
+        deadline: deadline(),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn create_returns_at_once_then_reports_ready() {
+    let e = env();
+    let v = e.create("a", 2).await;
+    e.fake.reset_calls();
+    let first = e.snapshot("s", &v.id, &[]).await.unwrap();
+    assert!(
+        !first.ready_to_use,
+        "returns while Cinder is still creating it"
+    );
+    assert_eq!(e.fake.calls(Op::WaitSnapshot), 0, "no blocking wait");
+    assert_eq!(first.source_volume_id, v.id);
+    assert_eq!(first.size_bytes, 2 * GIB);
+    let ready = e.snapshot_ready("s", &v.id, &[]).await;
+    assert_eq!(ready.id, first.id);
+    assert_eq!(ready.created_at, first.created_at);
+    assert_eq!(e.fake.calls(Op::CreateSnapshot), 1);
+    for _ in 0..3 {
+        assert_eq!(e.snapshot("s", &v.id, &[]).await.unwrap(), ready);
+    }
+    let meta = e.fake.snapshot(&ready.id).unwrap().metadata;
+    assert_eq!(
+        meta.get(params::CLUSTER_KEY).map(String::as_str),
+        Some("k8s-1")
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn name_taken_for_another_volume_is_already_exists() {
+    let e = env();
+    let a = e.create("a", 1).await;
+    let b = e.create("b", 1).await;
+    e.snapshot("s", &a.id, &[]).await.unwrap();
+    assert_matches!(
+        e.snapshot("s", &b.id, &[]).await,
+        Err(Error::AlreadyExists(_))
+    );
+    e.snapshot("bk", &a.id, &[("type", "backup")])
+        .await
+        .unwrap();
+    assert_matches!(
+        e.snapshot("bk", &b.id, &[("type", "backup")]).await,
+        Err(Error::AlreadyExists(_))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn unknown_source_is_not_found() {
+    let e = env();
+    assert_matches!(
+        e.snapshot("s", "nope", &[]).await,
+        Err(Error::VolumeNotFound { .. })
+    );
+    assert_matches!(
+        e.snapshot("s", "nope", &[("type", "backup")]).await,
+        Err(Error::VolumeNotFound { .. })
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn attached_volume_needs_force_create() {
+    let e = env();
+    let v = e.create("a", 1).await;
+    e.publish(&v.id, "node-1").await.unwrap();
+    assert_matches!(
+        e.snapshot("s", &v.id, &[]).await,
+        Err(Error::FailedPrecondition(m)) if m.contains("force-create")
+    );
+    e.snapshot_ready("s", &v.id, &[("force-create", "true")])
+        .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn failed_snapshot_is_deleted_and_retried_afresh() {
+    let e = env();
+    let v = e.create("a", 1).await;
+    e.fake.fail_next_snapshot_creation();
+    let first = e.snapshot("s", &v.id, &[]).await.unwrap();
+    e.fake.settle_all();
+    assert_eq!(
+        e.fake.snapshot(&first.id).unwrap().status,
+        SnapshotStatus::Error
+    );
+    assert_matches!(e.snapshot("s", &v.id, &[]).await, Err(Error::Internal(m)) if m.contains("error"));
+    e.fake.settle_all();
+    assert!(e.fake.snapshot(&first.id).is_none());
+    let again = e.snapshot_ready("s", &v.id, &[]).await;
+    assert_ne!(again.id, first.id);
+}
+
+#[tokio::test(start_paused = true)]
+async fn backup_state_machine_across_retries() {
+    let e = env();
+    let v = e.create("a", 3).await;
+    let first = e
+        .snapshot("bk", &v.id, &[("type", "backup"), ("availability", "az2")])
+        .await
+        .unwrap();
+    assert!(!first.ready_to_use);
+    let b = e
+        .fake
+        .backup(&first.id)
+        .expect("the CSI id is the backup id");
+    assert_eq!(b.availability_zone.as_deref(), Some("az2"));
+    let temp = b
+        .snapshot_id
+        .clone()
+        .expect("taken from a temporary snapshot");
+    assert!(e
+        .fake
+        .snapshot(&temp)
+        .unwrap()
+        .metadata
+        .contains_key(params::BACKUP_SOURCE_KEY));
+
+    // The temporary snapshot never shows up as a CSI snapshot.
+    let listed = e
+        .ctl
+        .list_snapshots(ListSnapshots::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        listed
+            .entries
+            .iter()
+            .map(|s| s.id.clone())
+            .collect::<Vec<_>>(),
+        vec![first.id.clone()]
+    );
+
+    let ready = e.snapshot_ready("bk", &v.id, &[("type", "backup")]).await;
+    assert_eq!(ready.id, first.id);
+    assert_eq!(ready.size_bytes, 3 * GIB);
+    e.fake.settle_all();
+    assert!(
+        e.fake.snapshot(&temp).is_none(),
+        "temporary snapshot deleted once the backup is done"
+    );
+    assert_eq!(e.fake.calls(Op::CreateBackup), 1);
+    assert_eq!(e.fake.calls(Op::CreateSnapshot), 1);
+    // Idempotent afterwards, with no further cleanup calls.
+    let deletes = e.fake.calls(Op::DeleteSnapshot);
+    for _ in 0..3 {
+        assert_eq!(
+            e.snapshot("bk", &v.id, &[("type", "backup")])
+                .await
+                .unwrap(),
+            ready
+        );
+    }
+    assert_eq!(e.fake.calls(Op::DeleteSnapshot), deletes);
+}
+
+#[tokio::test(start_paused = true)]
+async fn backup_cut_wait_is_aborted_at_the_deadline_and_resumed() {
+    let e = env();
+    let v = e.create("a", 1).await;
+    e.fake.set_settle_after(1_000_000);
+    let r = e
+        .ctl
+        .create_snapshot(CreateSnapshot {
+            name: "bk".into(),
+            source_volume_id: v.id.clone(),
+            params: SnapshotParams::parse(&params(&[("type", "backup")])).unwrap(),
+            cloud: String::new(),
+            deadline: Instant::now() + Duration::from_secs(5),
+        })
+        .await;
+    assert_matches!(
+        r,
+        Err(Error::Cloud(crate::cloud::CloudError::WaitTimeout { .. }))
+    );
+    e.fake.set_settle_after(0);
+    e.fake.settle_all();
+    e.snapshot_ready("bk", &v.id, &[("type", "backup")]).await;
+    assert_eq!(
+        e.fake.calls(Op::CreateSnapshot),
+        1,
+        "the temporary snapshot is reused"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn failed_backup_is_deleted_with_its_temporary_snapshot() {
+    let e = env();
+    let v = e.create("a", 1).await;
+    e.fake.fail_next_backup_creation();
+    let first = e
+        .snapshot("bk", &v.id, &[("type", "backup")])
+        .await
+        .unwrap();
+    e.fake.settle_all();
+    assert_eq!(
+        e.fake.backup(&first.id).unwrap().status,
+        BackupStatus::Error
+    );
+    assert_matches!(
+        e.snapshot("bk", &v.id, &[("type", "backup")]).await,
+        Err(Error::Internal(_))
+    );
+    e.fake.settle_all();
+    assert!(e.fake.backups().is_empty());
+    assert!(e.fake.snapshots().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn stuck_backup_is_reported() {
+    let e = env();
+    let v = e.create("a", 1).await;
+    let b = e
+        .snapshot("bk", &v.id, &[("type", "backup")])
+        .await
+        .unwrap();
+    e.fake.set_backup_status(&b.id, BackupStatus::Creating);
+    e.fake.backdate_backup(&b.id, Duration::from_secs(60));
+    // 60 s old, 1 GiB: within 30 s + 100 s/GiB, beyond 30 s + 20 s/GiB (the default).
+    let patient = [
+        ("type", "backup"),
+        ("backup-max-duration-seconds-per-gb", "100"),
+    ];
+    assert!(
+        !e.snapshot("bk", &v.id, &patient)
+            .await
+            .unwrap()
+            .ready_to_use
+    );
+    assert_matches!(
+        e.snapshot("bk", &v.id, &[("type", "backup")]).await,
+        Err(Error::Internal(m)) if m.contains("backup-max-duration-seconds-per-gb")
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn backups_unsupported_is_failed_precondition() {
+    let e = env();
+    let v = e.create("a", 1).await;
+    e.fake.set_backups_supported(false);
+    assert_matches!(
+        e.snapshot("bk", &v.id, &[("type", "backup")]).await,
+        Err(Error::FailedPrecondition(_))
+    );
+    assert!(e.fake.snapshots().is_empty(), "nothing created");
+}
+
+#[tokio::test(start_paused = true)]
+async fn delete_snapshot_and_backup_idempotently() {
+    let e = env();
+    let v = e.create("a", 1).await;
+    let s = e.snapshot_ready("s", &v.id, &[]).await;
+    let b = e.snapshot_ready("bk", &v.id, &[("type", "backup")]).await;
+    for _ in 0..3 {
+        e.ctl.delete_snapshot(delete_req(&s.id)).await.unwrap();
+        e.ctl.delete_snapshot(delete_req(&b.id)).await.unwrap();
+        e.ctl.delete_snapshot(delete_req("nope")).await.unwrap();
+    }
+    e.fake.settle_all();
+    assert!(e.fake.snapshots().is_empty());
+    assert!(e.fake.backups().is_empty());
+    assert_eq!(e.fake.calls(Op::DeleteBackup), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn delete_of_an_unfinished_backup_also_removes_its_temporary_snapshot() {
+    let e = env();
+    let v = e.create("a", 1).await;
+    let b = e
+        .snapshot("bk", &v.id, &[("type", "backup")])
+        .await
+        .unwrap();
+    assert!(!b.ready_to_use);
+    // Cinder refuses to delete a backup that is still being created.
+    assert_matches!(
+        e.ctl.delete_snapshot(delete_req(&b.id)).await,
+        Err(Error::FailedPrecondition(_))
+    );
+    e.fake.settle_all();
+    e.ctl.delete_snapshot(delete_req(&b.id)).await.unwrap();
+    e.fake.settle_all();
+    assert!(e.fake.backups().is_empty());
+    assert!(e.fake.snapshots().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn list_by_id_by_source_and_paginated() {
+    let e = env();
+    let a = e.create("a", 1).await;
+    let b = e.create("b", 1).await;
+    let mut all = BTreeSet::new();
+    for i in 0..3 {
+        all.insert(e.snapshot_ready(&format!("sa{i}"), &a.id, &[]).await.id);
+    }
+    let sb = e.snapshot_ready("sb", &b.id, &[]).await;
+    all.insert(sb.id.clone());
+    let bk = e.snapshot_ready("bk", &a.id, &[("type", "backup")]).await;
+    all.insert(bk.id.clone());
+
+    // By id: a snapshot and a backup, with the real ready state; unknown → empty.
+    for id in [&sb.id, &bk.id] {
+        let p = e
+            .ctl
+            .list_snapshots(ListSnapshots {
+                snapshot_id: Some(id.clone()),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(p.entries.len(), 1);
+        assert!(p.entries[0].ready_to_use);
+    }
+    let p = e
+        .ctl
+        .list_snapshots(ListSnapshots {
+            snapshot_id: Some("nope".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(p.entries.is_empty());
+
+    // By source: snapshots and backups of that volume only.
+    let p = e
+        .ctl
+        .list_snapshots(ListSnapshots {
+            source_volume_id: Some(a.id.clone()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(p.entries.len(), 4);
+    assert!(p.entries.iter().all(|s| s.source_volume_id == a.id));
+
+    // Paginated, across snapshots and backups.
+    for max in [1, 2, 4, 5] {
+        let mut seen = Vec::new();
+        let mut token = None;
+        loop {
+            let p = e
+                .ctl
+                .list_snapshots(ListSnapshots {
+                    max_entries: max,
+                    starting_token: token,
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+            assert!(p.entries.len() <= max as usize);
+            seen.extend(p.entries.into_iter().map(|s| s.id));
+            token = p.next_token;
+            if token.is_none() {
+                break;
+            }
+        }
+        assert_eq!(seen.len(), 5, "max {max}");
+        assert_eq!(seen.into_iter().collect::<BTreeSet<_>>(), all);
+    }
+    let r = e
+        .ctl
+        .list_snapshots(ListSnapshots {
+            starting_token: Some("cc1.v..".into()),
+            ..Default::default()
+        })
+        .await;
+    assert_matches!(r, Err(Error::Aborted(_)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn get_snapshot() {
+    let e = env();
+    let v = e.create("a", 1).await;
+    let s = e.snapshot("s", &v.id, &[]).await.unwrap();
+    let got = e.ctl.get_snapshot(&s.id, None).await.unwrap();
+    assert_eq!(got.id, s.id);
+    assert_matches!(
+        e.ctl.get_snapshot("nope", None).await,
+        Err(Error::SnapshotNotFound { .. })
+    );
+    assert_matches!(
+        e.ctl.get_snapshot(&s.id, Some("r9")).await,
+        Err(Error::InvalidArgument(_))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deleted_marker_snapshot_restarts_the_listing() {
+    let e = env();
+    let v = e.create("a", 1).await;
+    for i in 0..3 {
+        e.snapshot_ready(&format!("s{i}"), &v.id, &[]).await;
+    }
+    let page = e
+        .ctl
+        .list_snapshots(ListSnapshots {
+            max_entries: 1,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let gone = page.entries[0].id.clone();
+    e.ctl.delete_snapshot(delete_req(&gone)).await.unwrap();
+    let rest = e
+        .ctl
+        .list_snapshots(ListSnapshots {
+            starting_token: page.next_token,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(rest.entries.len(), 2);
+    assert!(rest.entries.iter().all(|s| s.id != gone));
+}
