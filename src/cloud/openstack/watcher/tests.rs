@@ -315,7 +315,10 @@ async fn deletion_and_missing_volumes() {
         .await
         .unwrap_err();
     assert_eq!(gone, CloudError::not_found(Resource::Volume, "old"));
-    assert!(fake.count("GET /cinder/v3/volumes/old") >= 2, "saw it deleting first");
+    assert!(
+        fake.count("GET /cinder/v3/volumes/old") >= 2,
+        "saw it deleting first"
+    );
     let err = os
         .wait_volume("never", &VolumeWait::Available, soon())
         .await
