@@ -194,9 +194,12 @@ async fn openstack_clouds(
     metrics: &Arc<Metrics>,
 ) -> Result<(Clouds, Arc<ApiMetrics>), AppError> {
     let api_metrics = Arc::new(ApiMetrics::with_observer(ApiToPrometheus(metrics.clone())));
+    // Upstream's Go transport honours HTTP(S)_PROXY / NO_PROXY; so do we.
+    let proxy = openstack::ProxyOptions::from_env(|k| std::env::var(k).ok());
     let mut clouds = Vec::new();
     for (name, global) in &plan.clouds {
-        let opts = openstack_options(global, &plan.config.block_storage);
+        let mut opts = openstack_options(global, &plan.config.block_storage);
+        opts.proxy = proxy.clone();
         let os = OpenStack::new(name, &opts, api_metrics.clone())
             .await
             .map_err(AppError::Config)?;

@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 
 use super::errors::{request_id, ApiError};
 use super::metrics::{ApiMetrics, Op};
-use super::options::{OpenStackOptions, TlsOptions};
+use super::options::{OpenStackOptions, ProxyOptions, TlsOptions};
 
 /// Pooled connections idle longer than this are dropped before the server (uWSGI, haproxy)
 /// times them out under us.
@@ -42,6 +42,9 @@ pub async fn build_client(opts: &OpenStackOptions) -> Result<reqwest::Client, St
     if let Some(id) = material.identity {
         b = b.identity(id);
     }
+    for proxy in proxies(&opts.proxy)? {
+        b = b.proxy(proxy);
+    }
     if opts.tls.insecure {
         tracing::warn!(
             auth_url = %opts.auth_url,
@@ -53,6 +56,32 @@ pub async fn build_client(opts: &OpenStackOptions) -> Result<reqwest::Client, St
     }
     b.build()
         .map_err(|e| format!("building the HTTP client: {e}"))
+}
+
+/// Loopback never goes through a proxy (as in Go's `ProxyFromEnvironment`).
+const ALWAYS_DIRECT: &str = "localhost,127.0.0.1,::1";
+
+fn proxies(p: &ProxyOptions) -> Result<Vec<reqwest::Proxy>, String> {
+    let no_proxy = match &p.no_proxy {
+        Some(list) => format!("{list},{ALWAYS_DIRECT}"),
+        None => ALWAYS_DIRECT.to_string(),
+    };
+    let mut out = Vec::new();
+    for (key, url, https) in [
+        ("HTTPS_PROXY", &p.https, true),
+        ("HTTP_PROXY", &p.http, false),
+    ] {
+        if let Some(url) = url {
+            let proxy = if https {
+                reqwest::Proxy::https(url.as_str())
+            } else {
+                reqwest::Proxy::http(url.as_str())
+            }
+            .map_err(|e| format!("{key} {url:?}: {e}"))?;
+            out.push(proxy.no_proxy(reqwest::NoProxy::from_string(&no_proxy)));
+        }
+    }
+    Ok(out)
 }
 
 struct TlsMaterial {
@@ -210,6 +239,63 @@ mod tests {
         .await
         .unwrap_err();
         assert!(e.contains("cert-file and key-file"), "{e}");
+    }
+
+    /// A forward proxy that answers every request itself and records its request line.
+    async fn fake_proxy() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let log = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                let mut buf = vec![0u8; 4096];
+                let n = s.read(&mut buf).await.unwrap_or(0);
+                let line = String::from_utf8_lossy(&buf[..n])
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .to_string();
+                log.lock().unwrap().push(line);
+                let _ = s
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                    .await;
+            }
+        });
+        (url, seen)
+    }
+
+    #[tokio::test]
+    async fn proxies_are_used_except_for_no_proxy_and_loopback() {
+        let (proxy, seen) = fake_proxy().await;
+        let mut o = opts(TlsOptions::default());
+        o.proxy = ProxyOptions {
+            http: Some(proxy.clone()),
+            https: None,
+            no_proxy: Some("direct.invalid".into()),
+        };
+        o.connect_timeout = std::time::Duration::from_secs(2);
+        let client = build_client(&o).await.unwrap();
+        let r = client
+            .get("http://keystone.invalid:5000/v3")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+        assert_eq!(
+            seen.lock().unwrap().as_slice(),
+            ["GET http://keystone.invalid:5000/v3 HTTP/1.1"]
+        );
+        // NO_PROXY hosts and loopback go direct (and fail here: nothing listens).
+        assert!(client.get("http://direct.invalid/").send().await.is_err());
+        assert!(client.get("http://127.0.0.1:9/").send().await.is_err());
+        assert_eq!(seen.lock().unwrap().len(), 1);
+        o.proxy.http = Some("::not a url".into());
+        assert!(build_client(&o)
+            .await
+            .unwrap_err()
+            .starts_with("HTTP_PROXY"));
     }
 
     #[tokio::test]

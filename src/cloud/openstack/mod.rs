@@ -34,7 +34,7 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 pub use metrics::{ApiMetrics, ApiObserver, MetricsSnapshot, Op, Service};
-pub use options::{AuthOptions, Interface, OpenStackOptions, Secret, TlsOptions};
+pub use options::{AuthOptions, Interface, OpenStackOptions, ProxyOptions, Secret, TlsOptions};
 
 use super::{
     Backup, BackupFilter, BackupWait, BlockStorage, Capacity, Cloud, CloudResult, Compute,

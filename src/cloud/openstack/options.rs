@@ -59,6 +59,32 @@ pub struct TlsOptions {
     pub insecure: bool,
 }
 
+/// HTTP(S) proxies, as Go's `ProxyFromEnvironment` (upstream's transport) reads them:
+/// `HTTPS_PROXY` for https URLs, `HTTP_PROXY` for http ones, hosts in `NO_PROXY` direct.
+/// Loopback is never proxied.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProxyOptions {
+    pub https: Option<String>,
+    pub http: Option<String>,
+    pub no_proxy: Option<String>,
+}
+
+impl ProxyOptions {
+    /// From the environment (upper- or lower-case names, upper-case first); empty = unset.
+    pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Self {
+        let get = |name: &str| {
+            var(name)
+                .or_else(|| var(&name.to_lowercase()))
+                .filter(|v| !v.trim().is_empty())
+        };
+        Self {
+            https: get("HTTPS_PROXY"),
+            http: get("HTTP_PROXY"),
+            no_proxy: get("NO_PROXY"),
+        }
+    }
+}
+
 /// Everything needed to build the adapter for one cloud.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpenStackOptions {
@@ -68,6 +94,7 @@ pub struct OpenStackOptions {
     pub region: Option<String>,
     pub interface: Interface,
     pub tls: TlsOptions,
+    pub proxy: ProxyOptions,
     pub connect_timeout: Duration,
     pub request_timeout: Duration,
     /// `[BlockStorage] ignore-volume-microversion`: talk Cinder 3.0 only (for clouds whose
@@ -85,6 +112,7 @@ impl OpenStackOptions {
             region: None,
             interface: Interface::Public,
             tls: TlsOptions::default(),
+            proxy: ProxyOptions::default(),
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             ignore_volume_microversion: false,
@@ -95,6 +123,32 @@ impl OpenStackOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn proxies_from_the_environment() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                vars.iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let p = ProxyOptions::from_env(env(&[
+            ("https_proxy", "http://proxy:3128"),
+            ("HTTP_PROXY", "http://plain:3128"),
+            ("http_proxy", "http://ignored:1"),
+            ("NO_PROXY", ""),
+            ("no_proxy", "internal.example"),
+        ]));
+        assert_eq!(p.https.as_deref(), Some("http://proxy:3128"));
+        assert_eq!(p.http.as_deref(), Some("http://plain:3128"));
+        assert_eq!(
+            p.no_proxy.as_deref(),
+            None,
+            "an empty upper-case name wins and unsets"
+        );
+        assert_eq!(ProxyOptions::from_env(env(&[])), ProxyOptions::default());
+    }
 
     #[test]
     fn secrets_never_print() {
