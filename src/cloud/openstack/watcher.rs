@@ -26,7 +26,8 @@ use super::api::{Api, Request};
 use super::dto::{has_next, VolumeDto, VolumeEnvelope, VolumeList};
 use super::metrics::Op;
 use super::microversion::CINDER_TIME_FILTERS;
-use crate::cloud::{CloudError, CloudResult, Resource, Volume, VolumeStatus, VolumeWait};
+use crate::cloud::{CloudError, CloudResult, Resource, Volume, VolumeWait};
+use condition::{evaluate, wanted, Verdict};
 
 /// First refresh after a wait starts: Cinder finishes most operations in 0.2–0.6 s.
 pub const POLL_FIRST: Duration = Duration::from_millis(250);
@@ -368,68 +369,7 @@ impl Drop for Registration {
     }
 }
 
-#[derive(Debug, PartialEq)]
-enum Verdict {
-    Done,
-    Continue,
-    Fail(CloudError),
-}
-
-/// Whether one fresh observation ends a wait.
-fn evaluate(until: &VolumeWait, v: &Volume, waited: Duration) -> Verdict {
-    if v.status.is_error() {
-        return Verdict::Fail(CloudError::ErrorState {
-            resource: Resource::Volume,
-            id: v.id.clone(),
-            status: v.status.to_string(),
-            reason: None,
-        });
-    }
-    let done = match until {
-        VolumeWait::Available => v.status == VolumeStatus::Available,
-        VolumeWait::AttachedTo(server) => {
-            if v.status == VolumeStatus::Available
-                && v.attached_to(server).is_none()
-                && waited >= ATTACH_ROLLBACK_GRACE
-            {
-                return Verdict::Fail(CloudError::ErrorState {
-                    resource: Resource::Volume,
-                    id: v.id.clone(),
-                    status: v.status.to_string(),
-                    reason: Some(format!(
-                        "Nova did not attach it to server {server} (the attachment was rolled \
-                         back; nova-compute's log says why)"
-                    )),
-                });
-            }
-            v.status == VolumeStatus::InUse && v.attached_to(server).is_some()
-        }
-        VolumeWait::DetachedFrom(server) => {
-            v.attached_to(server).is_none() && v.status != VolumeStatus::Detaching
-        }
-        VolumeWait::Extended(size) => {
-            v.size_gib >= *size && matches!(v.status, VolumeStatus::Available | VolumeStatus::InUse)
-        }
-        VolumeWait::Deleted => false,
-        VolumeWait::Stable => !v.status.is_transitional(),
-    };
-    if done {
-        Verdict::Done
-    } else {
-        Verdict::Continue
-    }
-}
-
-fn wanted(until: &VolumeWait) -> String {
-    match until {
-        VolumeWait::Available => "available".into(),
-        VolumeWait::AttachedTo(s) => format!("attached to server {s}"),
-        VolumeWait::DetachedFrom(s) => format!("detached from server {s}"),
-        VolumeWait::Extended(n) => format!("extended to {n} GiB"),
-        VolumeWait::Deleted => "deleted".into(),
-        VolumeWait::Stable => "out of transitional states".into(),
-    }
-}
+mod condition;
 
 #[cfg(test)]
 mod tests;

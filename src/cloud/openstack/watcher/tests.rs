@@ -8,6 +8,7 @@ use super::*;
 use crate::cloud::openstack::testserver::{step, Fake, Step};
 use crate::cloud::openstack::{ApiMetrics, OpenStack};
 use crate::cloud::BlockStorage;
+use crate::cloud::VolumeStatus;
 
 async fn cloud(fake: &Fake) -> Arc<OpenStack> {
     Arc::new(
