@@ -1,0 +1,58 @@
+"""`ostack install`: Debian packages and the pinned virtualenv. Idempotent and timed."""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import time
+
+from .settings import APT_PACKAGES, HERE
+
+
+def _installed(pkg):
+    r = subprocess.run(['dpkg-query', '-W', '-f=${Status}', pkg], capture_output=True, text=True)
+    return r.returncode == 0 and 'install ok installed' in r.stdout
+
+
+def apt():
+    missing = [p for p in APT_PACKAGES if not _installed(p)]
+    if not missing:
+        return 'already installed'
+    env = dict(os.environ, DEBIAN_FRONTEND='noninteractive')
+    subprocess.run(['apt-get', 'update', '-qq'], check=True, env=env)
+    # The image's policy-rc.d keeps the postinsts from starting system daemons; ours run
+    # from the state directory instead.
+    subprocess.run(['apt-get', 'install', '-y', '-qq', '--no-install-recommends', *missing],
+                   check=True, env=env, stdout=subprocess.DEVNULL)
+    return 'installed ' + ' '.join(missing)
+
+
+def _fingerprint():
+    h = hashlib.sha256()
+    for name in ('requirements.txt', 'constraints.txt'):
+        h.update((HERE / name).read_bytes())
+    return h.hexdigest()
+
+
+def venv(s):
+    marker = s.venv / '.ostack-installed'
+    want = _fingerprint()
+    if marker.exists() and marker.read_text().strip() == want:
+        return 'already installed'
+    if not (s.venv / 'bin' / 'python').exists():
+        shutil.rmtree(s.venv, ignore_errors=True)
+        subprocess.run([s.python, '-m', 'venv', str(s.venv)], check=True)
+    subprocess.run([str(s.bin('pip')), 'install', '-q', '--disable-pip-version-check',
+                    '-r', str(HERE / 'requirements.txt'), '-c', str(HERE / 'constraints.txt')],
+                   check=True)
+    marker.write_text(want + '\n')
+    return 'installed'
+
+
+def run(s):
+    s.state.mkdir(parents=True, exist_ok=True)
+    s.state.chmod(0o700)
+    for name, step in (('apt', apt), ('venv', lambda: venv(s))):
+        t = time.monotonic()
+        what = step()
+        print(f'ostack install: {name}: {what} in {time.monotonic() - t:.1f} s', flush=True)

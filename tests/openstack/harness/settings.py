@@ -1,0 +1,161 @@
+"""Where everything lives and which ports it uses. One place; overridable by environment."""
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent.parent  # tests/openstack
+HOST = '127.0.0.1'
+REGION = 'RegionOne'
+
+# Debian packages of the cloud; the Python side is pinned in constraints.txt.
+APT_PACKAGES = ('rabbitmq-server', 'mariadb-server')
+
+# TCP ports (all bound to 127.0.0.1). MariaDB listens on a Unix socket only.
+PORTS = {
+    'keystone': 5000,
+    'cinder-api': 8776,
+    'nova-api': 8774,
+    'placement': 8778,
+    'neutron-stub': 9696,
+    'metadata': 8775,
+    'rabbitmq': 5672,
+    'rabbitmq-dist': 25672,
+    'epmd': 4369,
+}
+
+KEYSTONE_URL = f'http://{HOST}:{PORTS["keystone"]}/v3'
+CINDER_URL = f'http://{HOST}:{PORTS["cinder-api"]}/v3'
+NOVA_URL = f'http://{HOST}:{PORTS["nova-api"]}/v2.1'
+PLACEMENT_URL = f'http://{HOST}:{PORTS["placement"]}'
+NEUTRON_URL = f'http://{HOST}:{PORTS["neutron-stub"]}'
+METADATA_URL = f'http://{HOST}:{PORTS["metadata"]}'
+
+# Fixed test credentials: the cloud binds to loopback only and lives in a 0700 directory.
+ADMIN = {'user': 'admin', 'password': 'secret', 'project': 'admin'}
+MEMBER = {'user': 'demo', 'password': 'demopass', 'project': 'demo'}
+SERVICE_USERS = ('cinder', 'nova', 'placement')
+RABBIT_USER, RABBIT_PASS = 'openstack', 'rabbitpass'
+DB_USER, DB_PASS = 'openstack', 'dbpass'
+DATABASES = ('keystone', 'placement', 'cinder', 'nova_api', 'nova', 'nova_cell0')
+APP_CRED_NAME = 'csi-test'
+
+# Cinder backends: name -> availability zone. Both share one volume directory and both report
+# multiattach, so every volume type works in every zone.
+BACKENDS = {'fake-a': 'nova', 'fake-b': 'az2'}
+VOLUME_TYPE = 'standard'
+MULTIATTACH_TYPE = 'multiattach'
+FLAVOR = 'm1.tiny'
+COMPUTE_HOST = 'ostack-local'
+# Nova compute hosts by availability zone (both always run): test node i runs in ZONES[i % 2],
+# so the second node (and every other) is in az2, like the second Cinder backend.
+ZONES = ('nova', 'az2')
+COMPUTE_HOSTS = {'nova': COMPUTE_HOST, 'az2': 'ostack-az2'}
+
+
+def _python():
+    for name in ('python3.11', 'python3'):
+        found = shutil.which(name)
+        if found:
+            return found
+    raise SystemExit('ostack: no python3.11/python3 on PATH (set OSTACK_PYTHON)')
+
+
+@dataclass(frozen=True)
+class Settings:
+    state: Path
+    venv: Path
+    nodes: int
+
+    @classmethod
+    def from_env(cls):
+        state = Path(os.environ.get('OSTACK_STATE', '/var/tmp/cinder-csi-ostack')).resolve()
+        venv = Path(os.environ.get('OSTACK_VENV', state / 'venv')).resolve()
+        nodes = int(os.environ.get('OSTACK_NODE_COUNT', '2'))
+        if not 1 <= nodes <= 16:
+            raise SystemExit(f'ostack: OSTACK_NODE_COUNT={nodes} must be between 1 and 16')
+        return cls(state=state, venv=venv, nodes=nodes)
+
+    @property
+    def python(self):
+        return os.environ.get('OSTACK_PYTHON') or _python()
+
+    def bin(self, name):
+        return self.venv / 'bin' / name
+
+    # Directory layout of the state dir.
+    @property
+    def etc(self):
+        return self.state / 'etc'
+
+    @property
+    def data(self):
+        return self.state / 'data'
+
+    @property
+    def log(self):
+        return self.state / 'log'
+
+    @property
+    def run(self):
+        return self.state / 'run'
+
+    @property
+    def mysql(self):
+        return self.state / 'mysql'
+
+    @property
+    def rabbitmq(self):
+        return self.state / 'rabbitmq'
+
+    @property
+    def volumes(self):
+        """Backing files of Cinder volumes and snapshots (the fake driver's store)."""
+        return self.data / 'cinder' / 'fake-volumes'
+
+    @property
+    def nodes_dir(self):
+        return self.state / 'nodes'
+
+    @property
+    def db_socket(self):
+        return self.run / 'mysqld.sock'
+
+    @property
+    def env_file(self):
+        return self.state / 'env.sh'
+
+    def node_name(self, i):
+        return f'node-{i + 1}'
+
+    def node_zone(self, i):
+        return ZONES[i % len(ZONES)]
+
+    @property
+    def zones(self):
+        """Every Nova zone, each with its compute host. All of them run whatever the node
+        count: a server left on a host by an earlier `up` can only be deleted by its host."""
+        return list(ZONES)
+
+    def compute_service(self, zone):
+        """Daemon name of the nova-compute serving `zone`."""
+        return 'nova-compute' if zone == 'nova' else f'nova-compute-{zone}'
+
+    def by_id_dir(self, name):
+        return self.nodes_dir / name / 'by-id'
+
+    def metadata_url(self, name):
+        return f'{METADATA_URL}/{name}/openstack/latest/meta_data.json'
+
+    def db_url(self, db):
+        return (f'mysql+pymysql://{DB_USER}:{DB_PASS}@localhost/{db}'
+                f'?unix_socket={self.db_socket}&charset=utf8')
+
+    def mkdirs(self):
+        self.state.mkdir(parents=True, exist_ok=True)
+        self.state.chmod(0o700)
+        for d in (self.etc, self.data / 'locks', self.data / 'cinder', self.volumes,
+                  self.data / 'cinder-backups', self.data / 'nova' / 'instances', self.log,
+                  self.run, self.rabbitmq / 'mnesia', self.nodes_dir, self.log / 'rabbitmq'):
+            d.mkdir(parents=True, exist_ok=True)
