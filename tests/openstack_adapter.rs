@@ -116,8 +116,20 @@ impl<'a> Trash<'a> {
             .api_body(true, service, method, path, body.as_ref())
     }
 
+    /// For cleanup: never panics (a Drop that panics while a test fails aborts the run);
+    /// a failure is printed and the next object is tried.
+    fn quiet(&self, service: &str, method: &str, path: &str, body: Option<Value>) -> Option<Value> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.admin(service, method, path, body)
+        }))
+        .unwrap_or_else(|_| {
+            eprintln!("cleanup: {method} {path} failed (see above)");
+            None
+        })
+    }
+
     fn remove_volume(&self, id: &str) {
-        let Some(v) = self.admin("block-storage", "GET", &format!("/volumes/{id}"), None) else {
+        let Some(v) = self.quiet("block-storage", "GET", &format!("/volumes/{id}"), None) else {
             return;
         };
         for a in v["volume"]["attachments"]
@@ -126,7 +138,7 @@ impl<'a> Trash<'a> {
             .unwrap_or_default()
         {
             let server = a["server_id"].as_str().unwrap_or_default();
-            self.admin(
+            self.quiet(
                 "compute",
                 "DELETE",
                 &format!("/servers/{server}/os-volume_attachments/{id}"),
@@ -154,7 +166,7 @@ impl<'a> Trash<'a> {
                 _ => break,
             }
         }
-        self.admin(
+        self.quiet(
             "block-storage",
             "DELETE",
             &format!("/volumes/{id}?cascade=true"),
@@ -164,13 +176,13 @@ impl<'a> Trash<'a> {
 
     fn remove_backup(&self, id: &str) {
         let end = std::time::Instant::now() + Duration::from_secs(120);
-        while let Some(b) = self.admin("block-storage", "GET", &format!("/backups/{id}"), None) {
+        while let Some(b) = self.quiet("block-storage", "GET", &format!("/backups/{id}"), None) {
             if b["backup"]["status"] != "creating" || std::time::Instant::now() > end {
                 break;
             }
             std::thread::sleep(Duration::from_millis(500));
         }
-        self.admin("block-storage", "DELETE", &format!("/backups/{id}"), None);
+        self.quiet("block-storage", "DELETE", &format!("/backups/{id}"), None);
     }
 }
 
@@ -182,16 +194,16 @@ impl Drop for Trash<'_> {
                 Item::Volume(id) => self.remove_volume(&id),
                 Item::Backup(id) => self.remove_backup(&id),
                 Item::User(id) => {
-                    self.admin("identity", "DELETE", &format!("/users/{id}"), None);
+                    self.quiet("identity", "DELETE", &format!("/users/{id}"), None);
                 }
                 Item::Project(id) => {
-                    self.admin("identity", "DELETE", &format!("/projects/{id}"), None);
+                    self.quiet("identity", "DELETE", &format!("/projects/{id}"), None);
                 }
                 Item::VolumeType(id) => {
-                    self.admin("block-storage", "DELETE", &format!("/types/{id}"), None);
+                    self.quiet("block-storage", "DELETE", &format!("/types/{id}"), None);
                 }
                 Item::Unlock(server) => {
-                    self.admin(
+                    self.quiet(
                         "compute",
                         "POST",
                         &format!("/servers/{server}/action"),
@@ -431,13 +443,23 @@ async fn a_real_401_costs_one_reauth_and_one_retry() {
     let (os, m) = adapter(&member_password_opts(&cloud, &name, &password, &project)).await;
     // First token, used with Nova only, so cinder-api has not cached its validation.
     os.get_server(cloud.node(1, "ID")).await.unwrap();
-    // Revoke it: removing the role assignment revokes the user's tokens on the project.
-    let member = role_id(&trash, "member");
-    let grant = format!("/projects/{project}/users/{user_id}/roles/{member}");
-    trash.admin("identity", "DELETE", &grant, None);
+    // Revoke it: disabling a user revokes every token it holds; enabled again, it may
+    // authenticate anew.
+    let user = format!("/users/{user_id}");
+    trash.admin(
+        "identity",
+        "PATCH",
+        &user,
+        Some(json!({"user": {"enabled": false}})),
+    );
     // Keystone compares revocation times to the second: the new token must be later.
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    trash.admin("identity", "PUT", &grant, None);
+    trash.admin(
+        "identity",
+        "PATCH",
+        &user,
+        Some(json!({"user": {"enabled": true}})),
+    );
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let before = m.snapshot();
     os.check().await.expect("retried with a fresh token");
@@ -726,6 +748,31 @@ async fn volume_lifecycle() {
         "{err:?}"
     );
 
+    // Retype without migration (before any snapshot: Cinder 29 leaves a volume with
+    // snapshots stuck in `retyping` — "save failed because: snapshots changed").
+    let multi = cloud.var("OSTACK_MULTIATTACH_TYPE").to_string();
+    os.retype_volume(&vol.id, &multi, MigrationPolicy::Never)
+        .await
+        .unwrap();
+    let end = deadline();
+    loop {
+        let v = os
+            .wait_volume(&vol.id, &VolumeWait::Stable, end)
+            .await
+            .unwrap();
+        if v.volume_type.as_deref() == Some(multi.as_str()) {
+            break;
+        }
+        assert!(Instant::now() < end, "retype never showed");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert_eq!(
+        os.retype_volume(&vol.id, "no-such-type", MigrationPolicy::OnDemand)
+            .await
+            .unwrap_err(),
+        CloudError::not_found(Resource::VolumeType, "no-such-type")
+    );
+
     // Extend detached, attach, extend attached (3.42), snapshot while attached (force).
     os.extend_volume(&vol.id, 2, false).await.unwrap();
     assert_eq!(
@@ -809,35 +856,16 @@ async fn volume_lifecycle() {
     let c = create_available(&os, &trash, clone).await;
     assert_eq!(c.source_volume_id.as_deref(), Some(vol.id.as_str()));
 
-    // Retype without migration.
-    let multi = cloud.var("OSTACK_MULTIATTACH_TYPE").to_string();
-    os.retype_volume(&vol.id, &multi, MigrationPolicy::Never)
-        .await
-        .unwrap();
-    let end = deadline();
-    loop {
-        let v = os
-            .wait_volume(&vol.id, &VolumeWait::Stable, end)
-            .await
-            .unwrap();
-        if v.volume_type.as_deref() == Some(multi.as_str()) {
-            break;
-        }
-        assert!(Instant::now() < end, "retype never showed");
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
-    assert_eq!(
-        os.retype_volume(&vol.id, "no-such-type", MigrationPolicy::OnDemand)
-            .await
-            .unwrap_err(),
-        CloudError::not_found(Resource::VolumeType, "no-such-type")
-    );
-
     // Delete with its snapshot (cascade), and wait until it is gone.
     os.delete_volume(&vol.id, true).await.unwrap();
-    os.wait_volume(&vol.id, &VolumeWait::Deleted, deadline())
-        .await
-        .unwrap();
+    // A deletion wait ends with NotFound once the volume is gone (the port's contract).
+    let gone = os
+        .wait_volume(&vol.id, &VolumeWait::Deleted, deadline())
+        .await;
+    assert_eq!(
+        gone.unwrap_err(),
+        CloudError::not_found(Resource::Volume, &vol.id)
+    );
     assert!(os.get_volume(&vol.id).await.unwrap_err().is_not_found());
     assert!(os.get_snapshot(&snap.id).await.unwrap_err().is_not_found());
 }
@@ -924,14 +952,23 @@ async fn backups_and_restore() {
     let restored = create_available(&os, &trash, restore).await;
     assert_eq!(restored.size_gib, 1);
 
+    // Deletion waits end with NotFound once the object is gone (the port's contract).
     os.delete_snapshot(&snap.id).await.unwrap();
-    os.wait_snapshot(&snap.id, &SnapshotWait::Deleted, deadline())
-        .await
-        .unwrap();
+    let gone = os
+        .wait_snapshot(&snap.id, &SnapshotWait::Deleted, deadline())
+        .await;
+    assert_eq!(
+        gone.unwrap_err(),
+        CloudError::not_found(Resource::Snapshot, &snap.id)
+    );
     os.delete_backup(&backup.id).await.unwrap();
-    os.wait_backup(&backup.id, &BackupWait::Deleted, deadline())
-        .await
-        .unwrap();
+    let gone = os
+        .wait_backup(&backup.id, &BackupWait::Deleted, deadline())
+        .await;
+    assert_eq!(
+        gone.unwrap_err(),
+        CloudError::not_found(Resource::Backup, &backup.id)
+    );
     assert!(os.get_backup(&backup.id).await.unwrap_err().is_not_found());
 }
 
@@ -1115,7 +1152,10 @@ async fn concurrent_waits_share_one_list_per_round() {
         d.requests(Service::Cinder)
     );
     assert_eq!(d.get(Op::VolumeCreate).requests, 8);
-    assert_eq!(d.get(Op::VolumeGet).requests, 0, "no per-volume GETs");
-    assert!((1..=12).contains(&rounds), "{rounds} rounds");
+    // Rounds list; only a round left with a single volume uses a GET. Polling per volume
+    // would have cost at least one GET per volume and round.
+    assert!(d.get(Op::VolumeGet).requests <= 2, "{d:?}");
+    assert!((1..=8).contains(&rounds), "{rounds} rounds");
+    assert!(d.requests(Service::Cinder) <= 8 + 8, "{d:?}");
     assert_eq!(d.requests(Service::Keystone), 0);
 }

@@ -7,7 +7,7 @@ use serde_json::{json, Map};
 use tokio::time::Instant;
 
 use super::api::{list_cinder, CallError, Request};
-use super::dto::{has_next, BackupEnvelope, BackupList};
+use super::dto::{has_next, BackupCreated, BackupEnvelope, BackupList};
 use super::metrics::Op;
 use super::microversion::{CINDER_BACKUP_AZ, CINDER_BACKUP_METADATA};
 use super::poll::{on_error, poll, Step};
@@ -71,10 +71,11 @@ impl OpenStack {
             )
             .await
             .map_err(|e| create_error(e, req))?;
-        let env: BackupEnvelope = ans
+        // Cinder answers a create with the id, name and links only: read the rest.
+        let created: BackupCreated = ans
             .json(Op::BackupCreate)
             .map_err(|e| e.into_cloud(Resource::Backup, &req.name))?;
-        Ok(env.backup.into())
+        self.get_backup_impl(&created.backup.id).await
     }
 
     pub(super) async fn get_backup_impl(&self, id: &str) -> CloudResult<Backup> {

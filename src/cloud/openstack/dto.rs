@@ -118,13 +118,22 @@ pub struct VolumeDto {
     pub updated_at: Option<String>,
 }
 
+/// Where a volume stands on Cinder's clock, for the watcher's time-filtered lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeMark {
+    /// Never updated since creation (`updated_at` is null): only a `created_at` filter finds it.
+    Created(DateTime<Utc>),
+    /// Last updated then: an `updated_at` filter at or before it finds it.
+    Updated(DateTime<Utc>),
+}
+
 impl VolumeDto {
-    /// The last change Cinder recorded (`updated_at`, else `created_at`), on Cinder's clock.
-    pub fn changed_at(&self) -> Option<DateTime<Utc>> {
-        self.updated_at
-            .as_deref()
-            .or(self.created_at.as_deref())
-            .and_then(parse_time)
+    pub fn change_mark(&self) -> Option<ChangeMark> {
+        match (&self.updated_at, &self.created_at) {
+            (Some(u), _) => parse_time(u).map(ChangeMark::Updated),
+            (None, Some(c)) => parse_time(c).map(ChangeMark::Created),
+            (None, None) => None,
+        }
     }
 }
 
@@ -249,6 +258,17 @@ impl From<BackupDto> for Backup {
 #[derive(Debug, Deserialize)]
 pub struct BackupEnvelope {
     pub backup: BackupDto,
+}
+
+/// What a backup create answers: `{"backup": {"id", "links", "name"}}`.
+#[derive(Debug, Deserialize)]
+pub struct BackupCreated {
+    pub backup: IdOnly,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct IdOnly {
+    pub id: String,
 }
 
 #[derive(Debug, Deserialize)]

@@ -93,17 +93,61 @@ impl OpenStack {
 }
 
 /// Nova's 404s name what is missing: "Instance X could not be found.", "Volume X could not be
-/// be found.", "No volume Block Device Mapping with id X." (not attached there).
+/// found.", "Instance X is not attached to volume Y." (Nova 34) or "No volume Block Device
+/// Mapping with id Y." (older): not attached there.
 fn not_found_of(e: CallError, server_id: &str, volume_id: &str, otherwise: Resource) -> CloudError {
     if e.status() != Some(404) {
         return e.into_cloud(Resource::Server, server_id);
     }
     let msg = e.message().to_lowercase();
-    if msg.contains("instance") || msg.contains("server") {
+    let missing = msg.contains("could not be found");
+    if msg.contains("not attached") || msg.contains("block device mapping") {
+        CloudError::not_found(Resource::Attachment, volume_id)
+    } else if missing && (msg.starts_with("instance") || msg.starts_with("server")) {
         CloudError::not_found(Resource::Server, server_id)
-    } else if msg.starts_with("volume") && msg.contains("could not be found") {
+    } else if missing && msg.starts_with("volume") {
         CloudError::not_found(Resource::Volume, volume_id)
     } else {
         CloudError::not_found(otherwise, volume_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cloud::openstack::errors::ApiError;
+
+    fn nova_404(message: &str) -> CallError {
+        let body = serde_json::json!({"itemNotFound": {"code": 404, "message": message}});
+        CallError::Api(ApiError::from_response(
+            reqwest::StatusCode::NOT_FOUND,
+            &Default::default(),
+            body.to_string().as_bytes(),
+        ))
+    }
+
+    #[test]
+    fn nova_404s_name_what_is_missing() {
+        let cases = [
+            ("Instance s1 could not be found.", Resource::Server, "s1"),
+            (
+                "Instance s1 is not attached to volume v1",
+                Resource::Attachment,
+                "v1",
+            ),
+            (
+                "No volume Block Device Mapping with id v1.",
+                Resource::Attachment,
+                "v1",
+            ),
+            ("Volume v1 could not be found.", Resource::Volume, "v1"),
+        ];
+        for (msg, resource, id) in cases {
+            assert_eq!(
+                not_found_of(nova_404(msg), "s1", "v1", Resource::Attachment),
+                CloudError::not_found(resource, id),
+                "{msg}"
+            );
+        }
     }
 }

@@ -301,23 +301,23 @@ async fn handle(
             for id in &ids {
                 s.advance(id);
             }
-            let since = query
-                .get("updated_at")
-                .and_then(|f| f.strip_prefix("gte:"))
-                .map(str::to_string);
+            // Cinder's 3.60 time filters: a null time never matches.
+            let since = |key: &str| {
+                query
+                    .get(key)
+                    .and_then(|f| f.strip_prefix("gte:"))
+                    .map(|t| t[..19].to_string())
+            };
+            let (updated, created) = (since("updated_at"), since("created_at"));
+            let at_or_after = |v: &Value, key: &str, t: &Option<String>| match t {
+                Some(t) => v[key].as_str().is_some_and(|x| x[..19] >= t[..]),
+                None => true,
+            };
             let vols: Vec<Value> = s
                 .volumes
                 .values()
-                .filter(|v| match &since {
-                    Some(t) => {
-                        let changed = v["updated_at"]
-                            .as_str()
-                            .or(v["created_at"].as_str())
-                            .unwrap_or("");
-                        changed[..19] >= t[..19]
-                    }
-                    None => true,
-                })
+                .filter(|v| at_or_after(v, "updated_at", &updated))
+                .filter(|v| at_or_after(v, "created_at", &created))
                 .filter(|v| query.get("name").is_none_or(|n| v["name"] == json!(n)))
                 .cloned()
                 .collect();

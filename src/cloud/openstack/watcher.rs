@@ -4,14 +4,17 @@
 //! How a round refreshes N volumes with one request: Cinder's non-admin volume filters
 //! (`resource_filters.json`: name, status, metadata, bootable, migration_status,
 //! availability_zone, group_id, size, created_at, updated_at) cannot select by id, but since
-//! microversion 3.60 `updated_at=gte:<time>` can. `updated_at` never goes backwards, so a list
-//! filtered on the oldest change time seen among the waited-on volumes returns every one of
-//! them that still exists — whatever changed or not — plus only the project's other recently
-//! changed volumes. The time comes from Cinder's own `updated_at`/`created_at` (no clock skew),
-//! floored to the second minus one (the database may round). A volume missing from the list
-//! is checked with a GET (it is usually gone). One volume, an unknown change time, or a cloud
-//! below 3.60 (or refusing the filter) fall back to GETs, one per volume per round however many
-//! RPCs wait on it.
+//! microversion 3.60 they compare times: `updated_at=gte:<t>`, `created_at=gte:<t>`.
+//! `updated_at` never goes backwards, so a list filtered on the oldest `updated_at` seen among
+//! the waited-on volumes returns every one of them that still exists — changed or not — plus
+//! only the project's other recently changed volumes. A volume never updated since its
+//! creation has a null `updated_at` that no such filter matches; those are found by
+//! `created_at=gte:<oldest creation among them>` instead (new volumes: a short list). So a
+//! round is one list (two when both kinds wait and the first did not cover all). Times come
+//! from Cinder's own answers (no clock skew), floored to the second minus one (the database may
+//! round). A volume missing from the lists is checked with a GET (usually gone). One volume,
+//! an unknown time, or a cloud below 3.60 (or refusing the filters) fall back to GETs, one per
+//! volume per round however many RPCs wait on it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -23,7 +26,7 @@ use tokio::sync::{watch, Notify};
 use tokio::time::{sleep_until, timeout_at, Instant};
 
 use super::api::{Api, Request};
-use super::dto::{has_next, VolumeDto, VolumeEnvelope, VolumeList};
+use super::dto::{has_next, ChangeMark, VolumeDto, VolumeEnvelope, VolumeList};
 use super::metrics::Op;
 use super::microversion::CINDER_TIME_FILTERS;
 use crate::cloud::{CloudError, CloudResult, Resource, Volume, VolumeWait};
@@ -55,7 +58,7 @@ enum Obs {
 
 struct Entry {
     waiters: usize,
-    changed_at: Option<DateTime<Utc>>,
+    mark: Option<ChangeMark>,
     interval: Duration,
     due: Instant,
     tx: watch::Sender<Obs>,
@@ -65,8 +68,8 @@ struct Entry {
 struct State {
     entries: HashMap<String, Entry>,
     running: bool,
-    /// Change times of volumes seen in any answer, to seed waits that start right after.
-    seen: HashMap<String, DateTime<Utc>>,
+    /// Change marks of volumes seen in any answer, to seed waits that start right after.
+    seen: HashMap<String, ChangeMark>,
     /// The cloud refused the `updated_at` filter once: stop trying.
     no_time_filter: bool,
 }
@@ -94,7 +97,7 @@ impl Watcher {
 
     /// Remember when Cinder last changed a volume we saw (create, get and list answers).
     pub fn note(&self, dto: &VolumeDto) {
-        if let Some(t) = dto.changed_at() {
+        if let Some(t) = dto.change_mark() {
             let mut st = self.inner.lock();
             if st.seen.len() >= SEEN_CAP && !st.seen.contains_key(&dto.id) {
                 st.seen.clear();
@@ -182,10 +185,10 @@ impl Inner {
             }
             let (batch, time_filter_off) = {
                 let st = self.lock();
-                let batch: Vec<(String, Option<DateTime<Utc>>)> = st
+                let batch: Vec<(String, Option<ChangeMark>)> = st
                     .entries
                     .iter()
-                    .map(|(id, e)| (id.clone(), e.changed_at))
+                    .map(|(id, e)| (id.clone(), e.mark))
                     .collect();
                 (batch, st.no_time_filter)
             };
@@ -194,13 +197,13 @@ impl Inner {
             let mut st = self.lock();
             for (id, obs) in results {
                 if let Obs::Seen(dto) = &obs {
-                    if let Some(t) = dto.changed_at() {
+                    if let Some(t) = dto.change_mark() {
                         st.seen.insert(id.clone(), t);
                     }
                 }
                 if let Some(e) = st.entries.get_mut(&id) {
                     if let Obs::Seen(dto) = &obs {
-                        e.changed_at = dto.changed_at().or(e.changed_at);
+                        e.mark = dto.change_mark().or(e.mark);
                     }
                     e.tx.send_replace(obs);
                 }
@@ -212,48 +215,58 @@ impl Inner {
         }
     }
 
-    /// Fresh observations of every volume in `batch` (id, last known change time).
+    /// Fresh observations of every volume in `batch` (id, last known change mark).
     async fn refresh(
         &self,
-        batch: Vec<(String, Option<DateTime<Utc>>)>,
+        batch: Vec<(String, Option<ChangeMark>)>,
         time_filter_off: bool,
     ) -> Vec<(String, Obs)> {
         let mut out = Vec::with_capacity(batch.len());
-        let mut singles: Vec<String> = Vec::new();
-        let since = batch.iter().filter_map(|(_, t)| *t).min();
-        let can_list = batch.len() > 1
+        let mut pending: HashMap<String, Option<ChangeMark>> = batch.into_iter().collect();
+        let can_list = pending.len() > 1
             && !time_filter_off
-            && since.is_some()
             && self
                 .api
                 .cinder_version()
                 .await
                 .is_ok_and(|v| v.supports(CINDER_TIME_FILTERS));
-        if let (true, Some(since)) = (can_list, since) {
-            match self.list_changed_since(since).await {
-                Ok(mut found) => {
-                    for (id, t) in batch {
-                        match (found.remove(&id), t) {
-                            (Some(dto), _) => out.push((id, Obs::Seen(Arc::new(dto)))),
-                            // Unknown change time: not covered by the filter, ask directly.
-                            (None, _) => singles.push(id),
+        if can_list {
+            // New volumes by creation time first: that list is short and may cover the rest.
+            for filter in ["created_at", "updated_at"] {
+                let since = pending
+                    .values()
+                    .filter_map(|m| match (filter, m) {
+                        ("created_at", Some(ChangeMark::Created(t))) => Some(*t),
+                        ("updated_at", Some(ChangeMark::Updated(t))) => Some(*t),
+                        _ => None,
+                    })
+                    .min();
+                let covered = pending.values().filter(|m| m.is_some()).count();
+                // One volume left is cheaper as a GET.
+                let (Some(since), true) = (since, covered > 1) else {
+                    continue;
+                };
+                match self.list_since(filter, since).await {
+                    Ok(mut found) => pending.retain(|id, _| match found.remove(id) {
+                        Some(dto) => {
+                            out.push((id.clone(), Obs::Seen(Arc::new(dto))));
+                            false
                         }
+                        None => true,
+                    }),
+                    Err(e) => {
+                        if matches!(e, CloudError::BadRequest { .. }) {
+                            tracing::warn!(error = %e, "Cinder refused a time filter on the volume list; the status watcher falls back to one GET per volume");
+                            self.lock().no_time_filter = true;
+                        } else {
+                            tracing::debug!(error = %e, "status watcher list failed; trying GETs");
+                        }
+                        break;
                     }
-                }
-                Err(e) => {
-                    if matches!(e, CloudError::BadRequest { .. }) {
-                        tracing::warn!(error = %e, "Cinder refused the updated_at list filter; the status watcher falls back to one GET per volume");
-                        self.lock().no_time_filter = true;
-                    } else {
-                        tracing::debug!(error = %e, "status watcher list failed; trying GETs");
-                    }
-                    singles.extend(batch.into_iter().map(|(id, _)| id));
                 }
             }
-        } else {
-            singles.extend(batch.into_iter().map(|(id, _)| id));
         }
-        let gets = stream::iter(singles)
+        let gets = stream::iter(pending.into_keys())
             .map(|id| async move {
                 let obs = self.get(&id).await;
                 (id, obs)
@@ -282,19 +295,21 @@ impl Inner {
         }
     }
 
-    /// Every volume of the project changed at or after `since` (all pages), by id.
-    async fn list_changed_since(
+    /// Every volume of the project whose `filter` time (`created_at`/`updated_at`) is at or
+    /// after `since` (all pages), by id.
+    async fn list_since(
         &self,
+        filter: &str,
         since: DateTime<Utc>,
     ) -> CloudResult<HashMap<String, VolumeDto>> {
         let floor =
             since.duration_trunc(TimeDelta::seconds(1)).unwrap_or(since) - TimeDelta::seconds(1);
-        let filter = format!("gte:{}", floor.format("%Y-%m-%dT%H:%M:%S"));
+        let value = format!("gte:{}", floor.format("%Y-%m-%dT%H:%M:%S"));
         let mut found = HashMap::new();
         let mut marker: Option<String> = None;
         loop {
             let req = Request::get(Op::VolumeWatch, "volumes/detail")
-                .query("updated_at", filter.clone())
+                .query(filter, value.clone())
                 .query_opt("marker", marker.take());
             let ans = self
                 .api
@@ -330,7 +345,7 @@ impl Registration {
             let seeded = st.seen.get(id).copied();
             let e = st.entries.entry(id.to_string()).or_insert_with(|| Entry {
                 waiters: 0,
-                changed_at: seeded,
+                mark: seeded,
                 interval: POLL_FIRST,
                 due: now + POLL_FIRST,
                 tx: watch::channel(Obs::Pending).0,

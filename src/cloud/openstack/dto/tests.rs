@@ -123,14 +123,17 @@ fn volumes_from_the_reference_list() {
 }
 
 #[test]
-fn change_time_prefers_updated_at() {
+fn change_marks() {
     let list: VolumeList = serde_json::from_str(VOLUMES_DETAIL).unwrap();
     let t = |s: &str| parse_time(s).unwrap();
     assert_eq!(
-        list.volumes[0].changed_at(),
-        Some(t("2018-11-28T06:25:15.288987"))
+        list.volumes[0].change_mark(),
+        Some(ChangeMark::Created(t("2018-11-28T06:25:15.288987")))
     );
-    assert_eq!(list.volumes[1].changed_at(), Some(t("2019-09-30T19:30:34")));
+    assert_eq!(
+        list.volumes[1].change_mark(),
+        Some(ChangeMark::Updated(t("2019-09-30T19:30:34")))
+    );
 }
 
 #[test]
@@ -233,6 +236,20 @@ fn backups_from_the_reference() {
         (b.size_gib, b.snapshot_id, b.availability_zone),
         (10, None, None)
     );
+}
+
+#[test]
+fn a_backup_create_answers_with_its_id_only() {
+    // backup-create-response.json
+    let c: BackupCreated = serde_json::from_str(r#"{"backup": {
+        "id": "b1f41f9b-741e-4992-a246-b97de7e6e87e",
+        "links": [{"href": "http://127.0.0.1:40797/v3/p/backups/b1f41f9b-741e-4992-a246-b97de7e6e87e", "rel": "self"}],
+        "name": "backup001"}}"#).unwrap();
+    assert_eq!(c.backup.id, "b1f41f9b-741e-4992-a246-b97de7e6e87e");
+    assert!(serde_json::from_str::<BackupEnvelope>(
+        r#"{"backup": {"id": "b", "links": [], "name": "n"}}"#
+    )
+    .is_err());
 }
 
 #[test]
