@@ -27,8 +27,8 @@ use tonic::transport::{Channel, Endpoint, Uri};
 const RPC_TIMEOUT: Duration = Duration::from_secs(180);
 const GIB: i64 = 1 << 30;
 
-/// Requests per OpenStack operation, from the driver's `/metrics`.
-type Counts = BTreeMap<String, (u64, u64)>;
+/// Per OpenStack operation, from the driver's `/metrics`: (requests, errors, seconds spent).
+type Counts = BTreeMap<String, (u64, u64, f64)>;
 
 struct Phase {
     name: &'static str,
@@ -245,9 +245,9 @@ where
     let after = scrape(port).await?;
     let calls = after
         .iter()
-        .map(|(k, (r, e))| {
-            let (r0, e0) = before.get(k).copied().unwrap_or_default();
-            (k.clone(), (r - r0, e - e0))
+        .map(|(k, (r, e, t))| {
+            let (r0, e0, t0) = before.get(k).copied().unwrap_or_default();
+            (k.clone(), (r - r0, e - e0, t - t0))
         })
         .collect();
     latencies.sort();
@@ -332,7 +332,7 @@ fn service_of(op: &str) -> Option<Service> {
 fn per_service(c: &Counts, s: Service) -> (u64, u64) {
     c.iter()
         .filter(|(op, _)| service_of(op) == Some(s))
-        .fold((0, 0), |(r, e), (_, (r1, e1))| (r + r1, e + e1))
+        .fold((0, 0), |(r, e), (_, (r1, e1, _))| (r + r1, e + e1))
 }
 
 /// Volumes of this run still in the cloud after a failure: detach and delete as admin.
@@ -381,10 +381,11 @@ fn report(n: usize, phases: &[Phase]) {
     println!("|---|---|---|---|---|---|---|");
     let mut total = Counts::new();
     for p in phases {
-        for (op, (r, e)) in &p.calls {
+        for (op, (r, e, secs)) in &p.calls {
             let t = total.entry(op.clone()).or_default();
             t.0 += r;
             t.1 += e;
+            t.2 += secs;
         }
         let (c, ce) = per_service(&p.calls, Service::Cinder);
         let (nv, ne) = per_service(&p.calls, Service::Nova);
@@ -406,11 +407,23 @@ fn report(n: usize, phases: &[Phase]) {
         "| total | {:.1} s | | {c} | {nv} | {k} | |",
         wall.as_secs_f64()
     );
-    println!("\nrequests by operation (requests / errors):");
-    for (op, (r, e)) in &total {
+    println!("\nby operation: requests / errors / mean latency");
+    for (op, (r, e, secs)) in &total {
         if *r > 0 {
-            println!("  {op:<24} {r:>5} / {e}");
+            println!(
+                "  {op:<24} {r:>5} / {e:>3} / {:>6.0} ms",
+                secs * 1000.0 / *r as f64
+            );
         }
+    }
+    for p in phases {
+        let ops: Vec<String> = p
+            .calls
+            .iter()
+            .filter(|(_, (r, _, _))| *r > 0)
+            .map(|(op, (r, _, _))| format!("{op} {r}"))
+            .collect();
+        println!("  {}: {}", p.name, ops.join(", "));
     }
     let all = c + nv + k;
     println!(

@@ -116,6 +116,9 @@ pub struct VolumeDto {
     pub created_at: Option<String>,
     #[serde(default)]
     pub updated_at: Option<String>,
+    /// The owning project, when policy shows it (project readers see it by default).
+    #[serde(rename = "os-vol-tenant-attr:tenant_id", default)]
+    pub project_id: Option<String>,
 }
 
 /// Where a volume stands on Cinder's clock, for the watcher's time-filtered lists.

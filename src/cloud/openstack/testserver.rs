@@ -171,7 +171,8 @@ fn volume_json(id: &str, status: &str, size: u64, created: String) -> Value {
         "encrypted": false, "id": id, "links": [], "metadata": {}, "migration_status": null,
         "multiattach": false, "name": format!("name-{id}"), "replication_status": null,
         "size": size, "snapshot_id": null, "source_volid": null, "status": status,
-        "updated_at": null, "user_id": "u", "volume_type": "__DEFAULT__"
+        "updated_at": null, "user_id": "u", "volume_type": "__DEFAULT__",
+        "os-vol-tenant-attr:tenant_id": "proj-1"
     })
 }
 

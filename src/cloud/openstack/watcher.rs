@@ -12,7 +12,8 @@
 //! `created_at=gte:<oldest creation among them>` instead (new volumes: a short list). So a
 //! round is one list (two when both kinds wait and the first did not cover all). Times come
 //! from Cinder's own answers (no clock skew), floored to the second minus one (the database may
-//! round). A volume missing from the lists is checked with a GET (usually gone). One volume,
+//! round). A volume of our own project missing from a list that covered it is gone (lists show
+//! the project's volumes, all pages); any other missing volume is checked with a GET. One volume,
 //! an unknown time, or a cloud below 3.60 (or refusing the filters) fall back to GETs, one per
 //! volume per round however many RPCs wait on it.
 
@@ -56,9 +57,25 @@ enum Obs {
     Failed(CloudError),
 }
 
+/// What the watcher knows of a volume to find it in a time-filtered list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Known {
+    mark: ChangeMark,
+    project: Option<String>,
+}
+
+impl Known {
+    fn of(dto: &VolumeDto) -> Option<Self> {
+        Some(Self {
+            mark: dto.change_mark()?,
+            project: dto.project_id.clone(),
+        })
+    }
+}
+
 struct Entry {
     waiters: usize,
-    mark: Option<ChangeMark>,
+    known: Option<Known>,
     interval: Duration,
     due: Instant,
     tx: watch::Sender<Obs>,
@@ -68,8 +85,8 @@ struct Entry {
 struct State {
     entries: HashMap<String, Entry>,
     running: bool,
-    /// Change marks of volumes seen in any answer, to seed waits that start right after.
-    seen: HashMap<String, ChangeMark>,
+    /// What was seen of volumes in any answer, to seed waits that start right after.
+    seen: HashMap<String, Known>,
     /// The cloud refused the `updated_at` filter once: stop trying.
     no_time_filter: bool,
 }
@@ -97,7 +114,7 @@ impl Watcher {
 
     /// Remember when Cinder last changed a volume we saw (create, get and list answers).
     pub fn note(&self, dto: &VolumeDto) {
-        if let Some(t) = dto.change_mark() {
+        if let Some(t) = Known::of(dto) {
             let mut st = self.inner.lock();
             if st.seen.len() >= SEEN_CAP && !st.seen.contains_key(&dto.id) {
                 st.seen.clear();
@@ -185,10 +202,10 @@ impl Inner {
             }
             let (batch, time_filter_off) = {
                 let st = self.lock();
-                let batch: Vec<(String, Option<ChangeMark>)> = st
+                let batch: Vec<(String, Option<Known>)> = st
                     .entries
                     .iter()
-                    .map(|(id, e)| (id.clone(), e.mark))
+                    .map(|(id, e)| (id.clone(), e.known.clone()))
                     .collect();
                 (batch, st.no_time_filter)
             };
@@ -196,14 +213,16 @@ impl Inner {
             let now = Instant::now();
             let mut st = self.lock();
             for (id, obs) in results {
-                if let Obs::Seen(dto) = &obs {
-                    if let Some(t) = dto.change_mark() {
-                        st.seen.insert(id.clone(), t);
-                    }
+                let known = match &obs {
+                    Obs::Seen(dto) => Known::of(dto),
+                    _ => None,
+                };
+                if let Some(k) = &known {
+                    st.seen.insert(id.clone(), k.clone());
                 }
                 if let Some(e) = st.entries.get_mut(&id) {
-                    if let Obs::Seen(dto) = &obs {
-                        e.mark = dto.change_mark().or(e.mark);
+                    if known.is_some() {
+                        e.known = known;
                     }
                     e.tx.send_replace(obs);
                 }
@@ -215,14 +234,14 @@ impl Inner {
         }
     }
 
-    /// Fresh observations of every volume in `batch` (id, last known change mark).
+    /// Fresh observations of every volume in `batch` (id, what is known of it).
     async fn refresh(
         &self,
-        batch: Vec<(String, Option<ChangeMark>)>,
+        batch: Vec<(String, Option<Known>)>,
         time_filter_off: bool,
     ) -> Vec<(String, Obs)> {
         let mut out = Vec::with_capacity(batch.len());
-        let mut pending: HashMap<String, Option<ChangeMark>> = batch.into_iter().collect();
+        let mut pending: HashMap<String, Option<Known>> = batch.into_iter().collect();
         let can_list = pending.len() > 1
             && !time_filter_off
             && self
@@ -230,30 +249,35 @@ impl Inner {
                 .cinder_version()
                 .await
                 .is_ok_and(|v| v.supports(CINDER_TIME_FILTERS));
+        // Which kinds of mark a successful list covered (every pending volume of that kind).
+        let mut covered: Vec<bool> = Vec::new();
         if can_list {
             // New volumes by creation time first: that list is short and may cover the rest.
-            for filter in ["created_at", "updated_at"] {
+            for created in [true, false] {
                 let since = pending
                     .values()
-                    .filter_map(|m| match (filter, m) {
-                        ("created_at", Some(ChangeMark::Created(t))) => Some(*t),
-                        ("updated_at", Some(ChangeMark::Updated(t))) => Some(*t),
+                    .filter_map(|k| match k.as_ref().map(|k| k.mark) {
+                        Some(ChangeMark::Created(t)) if created => Some(t),
+                        Some(ChangeMark::Updated(t)) if !created => Some(t),
                         _ => None,
                     })
                     .min();
-                let covered = pending.values().filter(|m| m.is_some()).count();
+                let listable = pending.values().filter(|k| k.is_some()).count();
                 // One volume left is cheaper as a GET.
-                let (Some(since), true) = (since, covered > 1) else {
+                let (Some(since), true) = (since, listable > 1) else {
                     continue;
                 };
-                match self.list_since(filter, since).await {
-                    Ok(mut found) => pending.retain(|id, _| match found.remove(id) {
-                        Some(dto) => {
-                            out.push((id.clone(), Obs::Seen(Arc::new(dto))));
-                            false
-                        }
-                        None => true,
-                    }),
+                match self.list_since(created, since).await {
+                    Ok(mut found) => {
+                        covered.push(created);
+                        pending.retain(|id, _| match found.remove(id) {
+                            Some(dto) => {
+                                out.push((id.clone(), Obs::Seen(Arc::new(dto))));
+                                false
+                            }
+                            None => true,
+                        });
+                    }
                     Err(e) => {
                         if matches!(e, CloudError::BadRequest { .. }) {
                             tracing::warn!(error = %e, "Cinder refused a time filter on the volume list; the status watcher falls back to one GET per volume");
@@ -265,6 +289,21 @@ impl Inner {
                     }
                 }
             }
+        }
+        // Our project's volumes missing from a list that covered them are gone.
+        if !covered.is_empty() {
+            let project = self.api.project_id().await.ok();
+            pending.retain(|id, k| {
+                let gone = k.as_ref().is_some_and(|k| {
+                    k.project.is_some()
+                        && k.project == project
+                        && covered.contains(&matches!(k.mark, ChangeMark::Created(_)))
+                });
+                if gone {
+                    out.push((id.clone(), Obs::Gone));
+                }
+                !gone
+            });
         }
         let gets = stream::iter(pending.into_keys())
             .map(|id| async move {
@@ -295,13 +334,14 @@ impl Inner {
         }
     }
 
-    /// Every volume of the project whose `filter` time (`created_at`/`updated_at`) is at or
-    /// after `since` (all pages), by id.
+    /// Every volume of the project created (`created`) or last updated at or after `since`
+    /// (all pages), by id.
     async fn list_since(
         &self,
-        filter: &str,
+        created: bool,
         since: DateTime<Utc>,
     ) -> CloudResult<HashMap<String, VolumeDto>> {
+        let filter = if created { "created_at" } else { "updated_at" };
         let floor =
             since.duration_trunc(TimeDelta::seconds(1)).unwrap_or(since) - TimeDelta::seconds(1);
         let value = format!("gte:{}", floor.format("%Y-%m-%dT%H:%M:%S"));
@@ -342,10 +382,10 @@ impl Registration {
         let now = Instant::now();
         let (rx, spawn) = {
             let mut st = inner.lock();
-            let seeded = st.seen.get(id).copied();
+            let seeded = st.seen.get(id).cloned();
             let e = st.entries.entry(id.to_string()).or_insert_with(|| Entry {
                 waiters: 0,
-                mark: seeded,
+                known: seeded,
                 interval: POLL_FIRST,
                 due: now + POLL_FIRST,
                 tx: watch::channel(Obs::Pending).0,

@@ -332,6 +332,52 @@ async fn deletion_and_missing_volumes() {
     assert_eq!(err, CloudError::not_found(Resource::Volume, "never"));
 }
 
+/// Volumes of our project that vanish from a list covering them are gone without a GET;
+/// a volume of another project (an admin's view) is confirmed with one.
+#[tokio::test]
+async fn deletions_are_seen_in_the_list() {
+    let fake = Fake::start().await;
+    let os = cloud(&fake).await;
+    for id in ["d1", "d2", "d3"] {
+        fake.add_volume(id, "deleting", vec![step("deleting")]);
+        fake.vanish_after_script(id);
+    }
+    fake.with(|s| {
+        s.volumes.get_mut("d3").unwrap()["os-vol-tenant-attr:tenant_id"] =
+            serde_json::json!("other")
+    });
+    for id in ["d1", "d2", "d3"] {
+        os.get_volume(id).await.unwrap();
+    }
+    let gets = || {
+        ["d1", "d2", "d3"]
+            .iter()
+            .map(|id| fake.count(&format!("GET /cinder/v3/volumes/{id}")))
+            .sum::<usize>()
+    };
+    let before = gets();
+    let waits = ["d1", "d2", "d3"].map(|id| {
+        let os = os.clone();
+        tokio::spawn(async move { os.wait_volume(id, &VolumeWait::Deleted, soon()).await })
+    });
+    for (r, id) in futures::future::join_all(waits)
+        .await
+        .into_iter()
+        .zip(["d1", "d2", "d3"])
+    {
+        assert_eq!(
+            r.unwrap().unwrap_err(),
+            CloudError::not_found(Resource::Volume, id)
+        );
+    }
+    assert_eq!(
+        gets() - before,
+        1,
+        "only the other project's volume is confirmed by GET"
+    );
+    assert_eq!(fake.count("GET /cinder/v3/volumes/detail?updated_at"), 1);
+}
+
 #[tokio::test]
 async fn a_refused_time_filter_falls_back_to_gets_for_good() {
     let fake = Fake::start().await;
