@@ -299,12 +299,17 @@ async fn scrape(port: u16) -> Result<Counts, String> {
         .await
         .map_err(|e| e.to_string())?;
     let mut out = Counts::new();
+    let kinds = [
+        "openstack_api_requests_total{",
+        "openstack_api_request_errors_total{",
+        "openstack_api_request_duration_seconds_sum{",
+    ];
     for line in text.lines() {
-        let (metric, errors) = if let Some(r) = line.strip_prefix("openstack_api_requests_total{") {
-            (r, false)
-        } else if let Some(r) = line.strip_prefix("openstack_api_request_errors_total{") {
-            (r, true)
-        } else {
+        let Some((which, metric)) = kinds
+            .iter()
+            .enumerate()
+            .find_map(|(i, k)| line.strip_prefix(k).map(|r| (i, r)))
+        else {
             continue;
         };
         let Some((labels, value)) = metric.split_once("} ") else {
@@ -314,12 +319,12 @@ async fn scrape(port: u16) -> Result<Counts, String> {
             .trim_start_matches("request=\"")
             .trim_end_matches('"')
             .to_string();
-        let v: u64 = value.trim().parse().unwrap_or(0);
+        let v: f64 = value.trim().parse().unwrap_or(0.0);
         let e = out.entry(op).or_default();
-        if errors {
-            e.1 = v;
-        } else {
-            e.0 = v;
+        match which {
+            0 => e.0 = v as u64,
+            1 => e.1 = v as u64,
+            _ => e.2 = v,
         }
     }
     Ok(out)
