@@ -8,8 +8,9 @@ use std::time::Duration;
 use tonic::transport::Server;
 
 use crate::cli::{Backend, ServeArgs};
+use crate::cloud::local::{LocalCloud, LocalOptions};
 use crate::cloud::openstack::{self, ApiMetrics, ApiObserver, OpenStack, OpenStackOptions};
-use crate::cloud::{Clouds, MigrationPolicy};
+use crate::cloud::{Cloud, Clouds, MigrationPolicy};
 use crate::config::{self, BlockStorageConfig, CloudConfig, GlobalConfig};
 use crate::csi::controller::ControllerService;
 use crate::csi::identity::IdentityService;
@@ -18,7 +19,9 @@ use crate::csi::pb::controller_server::ControllerServer;
 use crate::csi::pb::identity_server::IdentityServer;
 use crate::csi::pb::node_server::NodeServer;
 use crate::driver::controller::{Controller, ControllerOptions};
+use crate::driver::node::{NodeCore, NodeOptions, NodeReadiness};
 use crate::driver::probe::{CloudReadiness, Readiness};
+use crate::host::linux::LinuxHost;
 use crate::metadata::{self, Metadata};
 use crate::metrics::Metrics;
 use crate::server::{self, Endpoint, Listener, RpcSpanLayer};
@@ -97,7 +100,16 @@ pub fn plan(args: &ServeArgs) -> Result<Plan, AppError> {
     } else {
         BTreeMap::new()
     };
-    let metadata = if node {
+    let metadata = if node && args.backend == Backend::Local {
+        // The local backend's node is this machine, in the backend's only zone.
+        let id = local_node_id(args);
+        Some(Arc::new(metadata::StaticMetadata {
+            instance: metadata::InstanceMetadata {
+                uuid: id,
+                availability_zone: Some(crate::cloud::local::ZONE.to_string()),
+            },
+        }) as Arc<dyn Metadata>)
+    } else if node {
         let options = metadata_options(args, &config.metadata);
         Some(metadata::from_options(options).map_err(|e| AppError::Config(e.detail().into()))?)
     } else {
@@ -110,6 +122,17 @@ pub fn plan(args: &ServeArgs) -> Result<Plan, AppError> {
         config,
         clouds,
         metadata,
+    })
+}
+
+/// Node id of a local-backend process: `--node-id`, else the host name.
+pub fn local_node_id(args: &ServeArgs) -> String {
+    args.node_id.clone().unwrap_or_else(|| {
+        nix::unistd::gethostname()
+            .ok()
+            .and_then(|h| h.into_string().ok())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "localhost".to_string())
     })
 }
 
@@ -209,24 +232,35 @@ async fn openstack_clouds(
 }
 
 /// The clouds the controller serves, from the chosen backend and the validated `[Global]`
-/// sections in `plan.clouds`. This is the seam the cloud adapters plug into
-/// (`cloud::openstack` builds one `Cloud` per section, `cloud::local` one from
-/// `--local-dir`); until one is built for a backend, serving a controller on it is a
-/// configuration error (exit 64) that names what is missing. OpenStack requests are reported
-/// to `metrics`.
+/// sections in `plan.clouds`: `cloud::openstack` builds one `Cloud` per section (its requests
+/// reported to `metrics`), `cloud::local` one from `--local-dir`.
 pub async fn build_clouds(
     args: &ServeArgs,
     plan: &Plan,
     metrics: &Arc<Metrics>,
 ) -> Result<Clouds, AppError> {
     match args.backend {
+        Backend::Local => {
+            let dir = args
+                .local_dir
+                .clone()
+                .ok_or_else(|| AppError::Config("--backend local needs --local-dir DIR".into()))?;
+            // Opening reconciles loop devices and links with the records (blocking pool).
+            let local = Arc::new(
+                LocalCloud::open(LocalOptions {
+                    dir,
+                    nodes: vec![local_node_id(args)],
+                })
+                .await
+                .map_err(|e| AppError::Runtime(format!("local backend: {e}")))?,
+            );
+            Ok(Clouds::new([Cloud {
+                name: String::new(),
+                storage: local.clone(),
+                compute: local,
+            }]))
+        }
         Backend::Openstack => Ok(openstack_clouds(plan, metrics).await?.0),
-        Backend::Local => Err(AppError::Config(format!(
-            "--backend local: the local adapter (src/cloud/local/) is not part of this build \
-             yet, so the controller service cannot run on it ({} cloud section(s) \
-             configured); serve the node only (--mode node)",
-            plan.clouds.len()
-        ))),
     }
 }
 
@@ -269,6 +303,24 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     } else {
         None
     };
+    if args.backend == Backend::Local && plan.node {
+        // A controller process sharing DIR learns this node from the registration.
+        let dir = args.local_dir.clone().unwrap_or_default();
+        let id = local_node_id(&args);
+        tokio::task::spawn_blocking(move || crate::cloud::local::register_node(&dir, &id))
+            .await
+            .map_err(|e| AppError::Runtime(e.to_string()))?
+            .map_err(|e| AppError::Runtime(format!("local backend: {e}")))?;
+    }
+
+    let node_service = match (&plan.metadata, plan.node) {
+        (Some(metadata), true) => {
+            let core = node_core(&args, &plan.config, metadata.clone());
+            readiness.push(Arc::new(NodeReadiness { core: core.clone() }));
+            Some(NodeServer::new(NodeService::new(core)))
+        }
+        _ => None,
+    };
 
     let identity = IdentityService {
         driver_name: args.driver_name.clone(),
@@ -303,7 +355,7 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
         .layer(RpcSpanLayer::new(metrics))
         .add_service(IdentityServer::new(identity))
         .add_optional_service(controller)
-        .add_optional_service(plan.node.then(|| NodeServer::new(NodeService)));
+        .add_optional_service(node_service);
     server::serve(
         router,
         listener,
@@ -312,6 +364,22 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     )
     .await
     .map_err(AppError::Runtime)
+}
+
+/// The node core on the Linux host. Disks are looked up under `--by-id-dir`, or under
+/// `<local-dir>/by-id` for the local backend (its attach makes `virtio-<id[:20]>` links there).
+fn node_core(args: &ServeArgs, config: &CloudConfig, metadata: Arc<dyn Metadata>) -> Arc<NodeCore> {
+    let by_id = match (args.backend, &args.local_dir) {
+        (crate::cli::Backend::Local, Some(dir)) => dir.join("by-id"),
+        _ => args.by_id_dir.clone(),
+    };
+    let opts = NodeOptions {
+        kubelet_dir: args.kubelet_dir.clone(),
+        max_volumes_per_node: i64::from(config.block_storage.node_volume_attach_limit),
+        with_topology: args.with_topology,
+        additional_topology: args.additional_topology.clone(),
+    };
+    NodeCore::new(LinuxHost::host(by_id), metadata, opts)
 }
 
 #[cfg(test)]
@@ -338,14 +406,22 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn controller_without_an_adapter_is_a_config_error_naming_it() {
-        let a = args(&["--backend", "local", "--local-dir", "/tmp/x"]);
-        let err = build_clouds(&a, &controller_plan(), &Metrics::new())
+    async fn local_backend_builds_one_default_cloud() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display().to_string();
+        let a = args(&["--backend", "local", "--local-dir", &d, "--node-id", "n1"]);
+        let clouds = build_clouds(&a, &controller_plan(), &Metrics::new())
             .await
-            .err()
-            .expect("no adapter yet");
-        assert_eq!(err.exit_code(), 64);
-        assert!(err.to_string().contains("local adapter"), "{err}");
+            .unwrap();
+        let cloud = clouds.get("").expect("the default cloud");
+        assert_eq!(clouds.len(), 1);
+        assert_eq!(cloud.compute.get_server("n1").await.unwrap().id, "n1");
+        assert!(cloud
+            .compute
+            .get_server("n2")
+            .await
+            .unwrap_err()
+            .is_not_found());
     }
 
     #[test]

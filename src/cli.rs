@@ -27,6 +27,10 @@ pub struct Cli {
 pub enum Command {
     /// Serve the CSI services (the default when no subcommand is given).
     Serve(Box<ServeArgs>),
+    /// Call one CSI RPC on a running driver and print the answer (an operator's debug tool).
+    Ctl(Box<crate::ctl::CtlArgs>),
+    /// Run the driver's whole job end to end on the local backend (the quick start; root).
+    Demo(crate::demo::DemoArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

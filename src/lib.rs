@@ -10,6 +10,8 @@ pub mod cli;
 pub mod cloud;
 pub mod config;
 pub mod csi;
+pub mod ctl;
+pub mod demo;
 pub mod driver;
 pub mod host;
 pub mod http_endpoint;

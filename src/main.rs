@@ -20,7 +20,25 @@ fn main() -> ExitCode {
     match cli.command {
         None => serve(cli.serve),
         Some(Command::Serve(args)) => serve(*args),
+        Some(Command::Ctl(args)) => client(cinder_csi::ctl::run(*args)),
+        Some(Command::Demo(args)) => client(cinder_csi::demo::run(args)),
     }
+}
+
+/// Run a client subcommand (ctl, demo) to completion; it returns its exit status.
+fn client(fut: impl std::future::Future<Output = u8>) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cinder-csi: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    ExitCode::from(runtime.block_on(fut))
 }
 
 fn serve(args: ServeArgs) -> ExitCode {

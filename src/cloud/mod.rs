@@ -8,6 +8,7 @@ mod types;
 
 #[cfg(any(test, feature = "test-support"))]
 pub mod fake;
+pub mod local;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -50,8 +50,15 @@ fn host_code(err: &HostError) -> Code {
     match err {
         HostError::NotFound { .. } => Code::NotFound,
         HostError::Io { .. } => Code::Internal,
+        // Something still holds the mount or directory; kubelet retries.
+        HostError::Busy { .. } => Code::Unavailable,
+        // Privilege missing (e.g. ext4 online grow without CAP_SYS_RESOURCE): an operator
+        // has to change the deployment; retrying alone does not help.
+        HostError::NotPermitted { .. } => Code::FailedPrecondition,
         HostError::Command { .. } => Code::Internal,
-        // Retried by kubelet; the attachment may still be on its way.
+        // The volume exists (the controller attached it) but its disk has not shown up on
+        // this node within the deadline: retryable, so Unavailable rather than NotFound,
+        // which the CSI spec reserves for a volume that does not exist.
         HostError::DeviceNotFound { .. } => Code::Unavailable,
         HostError::Unsupported(_) => Code::FailedPrecondition,
     }

@@ -4,6 +4,7 @@
 pub mod controller;
 mod error;
 pub mod inflight;
+pub mod node;
 pub mod probe;
 pub mod types;
 

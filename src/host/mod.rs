@@ -1,7 +1,20 @@
 //! The host port: what the node core needs from the machine it runs on — mounts, block
-//! devices and filesystems. Adapter: `linux` (direct syscalls, mkfs/resize tools).
+//! devices and filesystems. Adapter: `linux` (direct syscalls; mkfs/resize tools are spawned).
+//!
+//! The traits are synchronous on purpose: every call is a few syscalls, and the node core runs
+//! one RPC's host work inside a single `spawn_blocking`, which is cheaper than hopping to the
+//! blocking pool per call.
 
-use std::path::PathBuf;
+mod types;
+
+#[cfg(any(test, feature = "test-support"))]
+pub mod fake;
+pub mod linux;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+pub use types::*;
 
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
@@ -13,6 +26,22 @@ pub enum HostError {
         path: PathBuf,
         #[source]
         source: std::io::Error,
+    },
+    /// The mount or file is still in use (EBUSY, ENOTEMPTY); retrying later may succeed.
+    #[error("{op} {}: still in use ({source})", path.display())]
+    Busy {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The kernel refused for lack of privilege (EPERM/EACCES), e.g. ext4 online grow
+    /// without CAP_SYS_RESOURCE. Retrying does not help; the message says what is missing.
+    #[error("{op} {}: not permitted: {detail}", path.display())]
+    NotPermitted {
+        op: &'static str,
+        path: PathBuf,
+        detail: String,
     },
     #[error("`{command}` failed (exit status {status:?}): {stderr}")]
     Command {
@@ -27,3 +56,105 @@ pub enum HostError {
 }
 
 pub type HostResult<T> = Result<T, HostError>;
+
+impl HostError {
+    pub fn io(op: &'static str, path: &Path, source: std::io::Error) -> Self {
+        match source.raw_os_error() {
+            Some(libc_errno::ENOENT) => Self::NotFound {
+                path: path.to_path_buf(),
+            },
+            Some(libc_errno::EBUSY | libc_errno::ENOTEMPTY) => Self::Busy {
+                op,
+                path: path.to_path_buf(),
+                source,
+            },
+            _ => Self::Io {
+                op,
+                path: path.to_path_buf(),
+                source,
+            },
+        }
+    }
+}
+
+/// The few errno values the port interprets (Linux numbering; kept here so the port does
+/// not depend on libc).
+pub mod libc_errno {
+    pub const EPERM: i32 = 1;
+    pub const ENOENT: i32 = 2;
+    pub const EIO: i32 = 5;
+    pub const EBUSY: i32 = 16;
+    pub const EINVAL: i32 = 22;
+    pub const EROFS: i32 = 30;
+    pub const ENOTEMPTY: i32 = 39;
+    pub const ENOTCONN: i32 = 107;
+    pub const ESTALE: i32 = 116;
+}
+
+/// Mount table and path operations on the node's filesystem tree.
+pub trait Mounter: Send + Sync {
+    /// What is at `path`, without following a final symlink and without spawning anything
+    /// (one `statx`). A path whose filesystem is broken (EIO, ENOTCONN, ESTALE) is
+    /// [`PathState::Broken`], not an error.
+    fn inspect(&self, path: &Path) -> HostResult<PathState>;
+    /// Mount the filesystem on `device` at `target`.
+    fn mount(&self, device: &Path, target: &Path, opts: &MountSpec) -> HostResult<()>;
+    /// Bind-mount `source` onto `target`; read-only binds are remounted read-only.
+    fn bind(&self, source: &Path, target: &Path, read_only: bool) -> HostResult<()>;
+    /// Unmount `target`; `lazy` detaches it even when busy (last resort).
+    fn unmount(&self, target: &Path, lazy: bool) -> HostResult<()>;
+    /// The block device whose filesystem is mounted at the mount root `path` (sysfs for real
+    /// devices, /proc/self/mountinfo only for anonymous devices such as btrfs).
+    fn mounted_device(&self, path: &Path) -> HostResult<Option<PathBuf>>;
+    /// Whether the filesystem at `path` is read-only because of errors: the superblock is
+    /// read-only while the mount itself is not (reads /proc/self/mountinfo; call only when
+    /// statvfs already said read-only).
+    fn read_only_after_errors(&self, path: &Path) -> HostResult<bool>;
+    /// `mkdir -p`, mode 0750 for the directories created.
+    fn create_dir(&self, path: &Path) -> HostResult<()>;
+    /// Create an empty file (and its parent directories); an existing file is fine.
+    fn create_file(&self, path: &Path) -> HostResult<()>;
+    /// Remove a file or an empty directory (never recursive, so nothing mounted below it can
+    /// be removed). A missing path is fine.
+    fn remove(&self, path: &Path) -> HostResult<()>;
+}
+
+/// Block devices: discovery by volume id, size, rescan and flush.
+pub trait Devices: Send + Sync {
+    /// The block device of `volume_id`, waiting with backoff until `deadline`.
+    fn find(&self, volume_id: &str, deadline: Instant) -> HostResult<PathBuf>;
+    /// Size in bytes (BLKGETSIZE64).
+    fn size(&self, device: &Path) -> HostResult<u64>;
+    /// Ask the kernel to re-read the device's size.
+    fn rescan(&self, device: &Path) -> HostResult<()>;
+    /// fsync the device, then drop its buffer cache (BLKFLSBUF).
+    fn flush(&self, device: &Path) -> HostResult<()>;
+    /// Whether the block device `id` still exists.
+    fn exists(&self, id: DevId) -> bool;
+    /// Directory searched by [`Devices::find`].
+    fn by_id_dir(&self) -> &Path;
+}
+
+/// Filesystems on block devices: probe, format, grow, usage.
+pub trait Filesystems: Send + Sync {
+    /// What the device holds. Anything not recognised as blank is reported as not blank.
+    fn probe(&self, device: &Path) -> HostResult<Content>;
+    /// Make a filesystem on a blank device.
+    fn format(&self, device: &Path, fs: FsKind, opts: &FormatOptions) -> HostResult<()>;
+    /// Grow an unmounted filesystem to fill its device (ext* only; others grow online).
+    fn grow_offline(&self, device: &Path, fs: FsKind) -> HostResult<()>;
+    /// Grow the filesystem mounted at `mount_point` to fill `device`.
+    fn grow_online(&self, device: &Path, mount_point: &Path, fs: FsKind) -> HostResult<()>;
+    /// statvfs of a path.
+    fn usage(&self, path: &Path) -> HostResult<Usage>;
+    /// Tools missing on this host for `fs` (empty when all are there).
+    fn missing_tools(&self, fs: FsKind) -> Vec<String>;
+}
+
+/// The three roles, as one bundle for the node core.
+#[derive(Clone)]
+pub struct Host {
+    pub mounter: std::sync::Arc<dyn Mounter>,
+    pub devices: std::sync::Arc<dyn Devices>,
+    pub filesystems: std::sync::Arc<dyn Filesystems>,
+}

@@ -2,7 +2,7 @@
 # System packages the tests need (idempotent). Rust comes with the machine (rustup).
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
-pkgs=(e2fsprogs xfsprogs btrfs-progs util-linux udev genisoimage dosfstools unzip mtools)
+pkgs=(e2fsprogs xfsprogs btrfs-progs util-linux mount udev genisoimage dosfstools unzip mtools)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -1,0 +1,220 @@
+//! Compute on this machine: servers are the node ids this backend knows, attaching binds a
+//! loop device over the volume's file and links `by-id/virtio-<id[:20]>` to it, detaching
+//! removes both. Nova's rules apply: one server per volume unless the volume is multiattach.
+
+use std::path::Path;
+
+use super::loopdev::{self, LoopDevice};
+use super::records::{AttachmentRecord, VolumeRecord, ZONE};
+use super::store::{self, Kind, TMP_SUFFIX};
+use super::{bad_request, conflict, io_error, valid_node_id, Inner};
+use crate::cloud::{CloudError, CloudResult, Resource, Server, ServerAttachment, VolumeStatus};
+
+pub(super) fn server(id: &str) -> Server {
+    Server {
+        id: id.to_string(),
+        name: id.to_string(),
+        status: "ACTIVE".to_string(),
+        availability_zone: Some(ZONE.to_string()),
+    }
+}
+
+impl Inner {
+    /// A node id given at startup, or registered under `DIR/nodes` by a node process.
+    pub(super) fn get_server(&self, id: &str) -> CloudResult<Server> {
+        let known = self.nodes.contains(id)
+            || (valid_node_id(id) && self.layout.nodes_dir().join(id).is_file());
+        if known {
+            Ok(server(id))
+        } else {
+            Err(CloudError::not_found(Resource::Server, id))
+        }
+    }
+
+    pub(super) fn attach_volume(
+        &self,
+        server_id: &str,
+        volume_id: &str,
+        multiattach: bool,
+    ) -> CloudResult<ServerAttachment> {
+        self.get_server(server_id)?;
+        let _ops = self.lock_ops();
+        let mut rec = self
+            .read()
+            .volumes
+            .get(volume_id)
+            .cloned()
+            .ok_or_else(|| CloudError::not_found(Resource::Volume, volume_id))?;
+        check_attachable(&rec, server_id, multiattach)?;
+        let file = self.layout.data(Kind::Volume, volume_id);
+        // A volume already attached elsewhere shares its device; otherwise take over a device
+        // a lazy detach left bound to the file (never bind a second one), or bind a new one.
+        let (device, created) = match rec.attachments.first() {
+            Some(a) => (device_of(&a.device)?, false),
+            None => match loopdev::bound_to(&file)
+                .map_err(|e| io_error("list loop devices", e))?
+                .first()
+            {
+                Some(dev) => {
+                    dev.keep()
+                        .map_err(|e| io_error(format_args!("keep {}", dev.path().display()), e))?;
+                    (*dev, false)
+                }
+                None => (
+                    LoopDevice::attach(&file).map_err(|e| {
+                        io_error(
+                            format_args!("attach {} to a loop device", file.display()),
+                            e,
+                        )
+                    })?,
+                    true,
+                ),
+            },
+        };
+        let undo = |inner: &Inner| {
+            if created {
+                let _ = inner.remove_link(volume_id);
+                let _ = device.detach();
+            }
+        };
+        if let Err(e) = self.ensure_link(volume_id, &device) {
+            undo(self);
+            return Err(e);
+        }
+        rec.attachments.push(AttachmentRecord {
+            attachment_id: uuid::Uuid::new_v4().to_string(),
+            server_id: server_id.to_string(),
+            device: device.path().display().to_string(),
+        });
+        rec.settle_status();
+        if let Err(e) = self.put_volume(rec) {
+            undo(self);
+            return Err(e);
+        }
+        tracing::info!(volume_id, server_id, device = %device.path().display(), "attached");
+        Ok(ServerAttachment {
+            volume_id: volume_id.to_string(),
+            device: Some(device.path().display().to_string()),
+        })
+    }
+
+    pub(super) fn detach_volume(&self, server_id: &str, volume_id: &str) -> CloudResult<()> {
+        self.get_server(server_id)?;
+        let _ops = self.lock_ops();
+        let mut rec = self
+            .read()
+            .volumes
+            .get(volume_id)
+            .cloned()
+            .ok_or_else(|| CloudError::not_found(Resource::Volume, volume_id))?;
+        let Some(pos) = rec
+            .attachments
+            .iter()
+            .position(|a| a.server_id == server_id)
+        else {
+            return Err(CloudError::not_found(
+                Resource::Attachment,
+                format!("{volume_id} on {server_id}"),
+            ));
+        };
+        let removed = rec.attachments.remove(pos);
+        rec.settle_status();
+        let last = rec.attachments.is_empty();
+        // Record first: a crash after this leaves a bound device and a link, which the
+        // reconcile removes because no attachment claims them.
+        self.put_volume(rec)?;
+        if last {
+            // The record says detached now: the rest is best effort, and what fails here the
+            // startup reconcile removes (a link or device no attachment claims).
+            if let Err(e) = self.remove_link(volume_id) {
+                tracing::warn!(volume_id, error = %e, "cannot remove the by-id link");
+            }
+            // Still open (a mount left behind)? The kernel unbinds at the last close.
+            let unbound = device_of(&removed.device).and_then(|d| {
+                d.detach()
+                    .map_err(|e| io_error(format_args!("unbind {}", removed.device), e))
+            });
+            if let Err(e) = unbound {
+                tracing::warn!(volume_id, error = %e, "cannot unbind the loop device");
+            }
+        }
+        tracing::info!(volume_id, server_id, "detached");
+        Ok(())
+    }
+
+    pub(super) fn list_attachments(&self, server_id: &str) -> CloudResult<Vec<ServerAttachment>> {
+        self.get_server(server_id)?;
+        Ok(self
+            .read()
+            .volumes
+            .values()
+            .filter_map(|v| {
+                v.attachments
+                    .iter()
+                    .find(|a| a.server_id == server_id)
+                    .map(|a| ServerAttachment {
+                        volume_id: v.id.clone(),
+                        device: Some(a.device.clone()),
+                    })
+            })
+            .collect())
+    }
+
+    /// Point `by-id/virtio-<id[:20]>` at `device` (atomically replacing a stale link).
+    pub(super) fn ensure_link(&self, volume_id: &str, device: &LoopDevice) -> CloudResult<()> {
+        let link = self.layout.by_id_link(volume_id);
+        let target = device.path();
+        if std::fs::read_link(&link).is_ok_and(|t| t == target) {
+            return Ok(());
+        }
+        let mut tmp = link.as_os_str().to_owned();
+        tmp.push(TMP_SUFFIX);
+        let tmp = std::path::PathBuf::from(tmp);
+        let _ = std::fs::remove_file(&tmp);
+        std::os::unix::fs::symlink(&target, &tmp)
+            .and_then(|()| std::fs::rename(&tmp, &link))
+            .and_then(|()| store::sync_dir(&self.layout.by_id_dir()))
+            .map_err(|e| io_error(format_args!("link {}", link.display()), e))
+    }
+
+    pub(super) fn remove_link(&self, volume_id: &str) -> CloudResult<()> {
+        let link = self.layout.by_id_link(volume_id);
+        store::remove_durable(&link)
+            .map_err(|e| io_error(format_args!("remove {}", link.display()), e))
+    }
+}
+
+fn device_of(path: &str) -> CloudResult<LoopDevice> {
+    LoopDevice::from_path(Path::new(path))
+        .ok_or_else(|| io_error("attachment record", format!("{path} is not a loop device")))
+}
+
+fn check_attachable(rec: &VolumeRecord, server_id: &str, multiattach: bool) -> CloudResult<()> {
+    let id = &rec.id;
+    let status = rec.status();
+    if !matches!(status, VolumeStatus::Available | VolumeStatus::InUse) {
+        return Err(conflict(format!(
+            "volume {id} must be available to be attached, it is {status}"
+        )));
+    }
+    if rec.attachments.iter().any(|a| a.server_id == server_id) {
+        return Err(conflict(format!(
+            "volume {id} is already attached to server {server_id}"
+        )));
+    }
+    if let Some(other) = rec.attachments.first() {
+        if !rec.multiattach {
+            return Err(conflict(format!(
+                "volume {id} is attached to server {} and is not multiattach",
+                other.server_id
+            )));
+        }
+        if !multiattach {
+            return Err(bad_request(format!(
+                "volume {id} is multiattach and already attached: attaching it again needs \
+                 the multiattach microversion"
+            )));
+        }
+    }
+    Ok(())
+}

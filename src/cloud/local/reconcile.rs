@@ -1,0 +1,270 @@
+//! Startup reconcile: bring records, loop devices and by-id links back in line after a crash,
+//! a kill -9 or a reboot. Rules:
+//! - `creating` with its data file present → available (the file is renamed into place only
+//!   when complete); without it → `error`. `deleting` → finish the delete.
+//! - A data file larger than its record (an extend interrupted before the record) → the
+//!   record takes the file's size.
+//! - Each attached volume ends with exactly one loop device bound to its file: an existing
+//!   one is kept (a mount on it stays valid), a missing one is re-created (after a reboot),
+//!   extra ones are unbound. Devices bound to our files without an attachment, or to deleted
+//!   files under DIR, are unbound (the kernel defers that while they are still mounted).
+//! - `by-id/` holds exactly one link per attached volume, pointing at its device.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use super::data::gib_of;
+use super::loopdev::{self, LoopDevice};
+use super::records::VolumeRecord;
+use super::store::{self, Kind, TMP_SUFFIX};
+use super::{io_error, Inner};
+use crate::cloud::{CloudResult, VolumeStatus};
+
+/// What a reconcile pass changed (logged at startup; checked by tests).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReconcileReport {
+    /// Interrupted creations: completed / marked as error.
+    pub creates_completed: usize,
+    pub creates_failed: usize,
+    /// Interrupted deletions finished.
+    pub deletes_finished: usize,
+    /// Records that took their data file's larger size.
+    pub sizes_adopted: usize,
+    /// Attached volumes whose bound loop device was kept.
+    pub devices_kept: usize,
+    /// Attached volumes that needed a new loop device.
+    pub devices_created: usize,
+    /// Loop devices unbound because nothing claims them.
+    pub devices_released: usize,
+    pub links_written: usize,
+    pub links_removed: usize,
+}
+
+impl std::fmt::Display for ReconcileReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = [
+            (self.creates_completed, "interrupted creates completed"),
+            (self.creates_failed, "interrupted creates marked error"),
+            (self.deletes_finished, "interrupted deletes finished"),
+            (self.sizes_adopted, "extends adopted"),
+            (self.devices_kept, "loop devices kept"),
+            (self.devices_created, "loop devices re-created"),
+            (self.devices_released, "stray loop devices released"),
+            (self.links_written, "links written"),
+            (self.links_removed, "stale links removed"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+        if parts.is_empty() {
+            f.write_str("nothing to repair")
+        } else {
+            f.write_str(&parts.join(", "))
+        }
+    }
+}
+
+impl Inner {
+    pub(super) fn reconcile(&self) -> CloudResult<ReconcileReport> {
+        let _ops = self.lock_ops();
+        let mut report = ReconcileReport::default();
+        self.reconcile_records(&mut report)?;
+        let expected = self.reconcile_devices(&mut report)?;
+        self.reconcile_links(&expected, &mut report)?;
+        Ok(report)
+    }
+
+    fn reconcile_records(&self, report: &mut ReconcileReport) -> CloudResult<()> {
+        let volumes: Vec<VolumeRecord> = self.read().volumes.values().cloned().collect();
+        for mut v in volumes {
+            let file = self.layout.data(Kind::Volume, &v.id);
+            let len = std::fs::metadata(&file).ok().map(|m| m.len());
+            match (v.status(), len) {
+                (VolumeStatus::Deleting, _) => {
+                    let snaps: Vec<String> = self
+                        .read()
+                        .snapshots
+                        .values()
+                        .filter(|s| s.volume_id == v.id)
+                        .map(|s| s.id.clone())
+                        .collect();
+                    for s in snaps {
+                        self.drop_object(Kind::Snapshot, &s)?;
+                    }
+                    self.drop_object(Kind::Volume, &v.id)?;
+                    report.deletes_finished += 1;
+                }
+                (VolumeStatus::Creating, Some(len)) => {
+                    v.size_gib = v.size_gib.max(gib_of(len));
+                    v.settle_status();
+                    self.put_volume(v)?;
+                    report.creates_completed += 1;
+                }
+                (VolumeStatus::Creating, None) => {
+                    v.set_status(VolumeStatus::Error);
+                    v.error_reason = Some("creation was interrupted by a restart".into());
+                    self.put_volume(v)?;
+                    report.creates_failed += 1;
+                }
+                (status, Some(len)) if gib_of(len) > v.size_gib && !status.is_error() => {
+                    v.size_gib = gib_of(len);
+                    self.put_volume(v)?;
+                    report.sizes_adopted += 1;
+                }
+                (status, None) if !status.is_error() => {
+                    tracing::error!(volume_id = %v.id, file = %file.display(), "data file missing");
+                    v.set_status(VolumeStatus::Error);
+                    v.error_reason = Some(format!("data file {} is missing", file.display()));
+                    v.attachments.clear();
+                    self.put_volume(v)?;
+                }
+                _ => {}
+            }
+        }
+        for kind in [Kind::Snapshot, Kind::Backup] {
+            let records: Vec<_> = {
+                let st = self.read();
+                let map = if kind == Kind::Snapshot {
+                    &st.snapshots
+                } else {
+                    &st.backups
+                };
+                map.values().cloned().collect()
+            };
+            for mut r in records {
+                let exists = self.layout.data(kind, &r.id).exists();
+                match r.status.as_str() {
+                    "deleting" => {
+                        self.drop_object(kind, &r.id)?;
+                        report.deletes_finished += 1;
+                    }
+                    "creating" if exists => {
+                        r.status = "available".into();
+                        self.put_copy(kind, r)?;
+                        report.creates_completed += 1;
+                    }
+                    "creating" => {
+                        r.status = "error".into();
+                        r.error_reason = Some("creation was interrupted by a restart".into());
+                        self.put_copy(kind, r)?;
+                        report.creates_failed += 1;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Returns the link name → device every attached volume must have.
+    fn reconcile_devices(
+        &self,
+        report: &mut ReconcileReport,
+    ) -> CloudResult<BTreeMap<String, LoopDevice>> {
+        let volumes: Vec<VolumeRecord> = self.read().volumes.values().cloned().collect();
+        let mut by_inode = BTreeMap::new();
+        for v in &volumes {
+            if let Ok(m) = std::fs::metadata(self.layout.data(Kind::Volume, &v.id)) {
+                by_inode.insert((m.dev(), m.ino()), v.id.clone());
+            }
+        }
+        let mut bound: BTreeMap<String, Vec<LoopDevice>> = BTreeMap::new();
+        let root = self.layout.root();
+        for b in loopdev::bound_devices().map_err(|e| io_error("list loop devices", e))? {
+            match by_inode.get(&(b.status.backing_dev, b.status.backing_ino)) {
+                Some(id) => bound.entry(id.clone()).or_default().push(b.device),
+                // Bound to a file of ours that is gone, or that is not a volume.
+                None if b.backing_file.starts_with(root) => {
+                    self.release(&b.device, &b.backing_file, report);
+                }
+                None => {}
+            }
+        }
+        let mut expected = BTreeMap::new();
+        for mut v in volumes {
+            let devices = bound.remove(&v.id).unwrap_or_default();
+            let file = self.layout.data(Kind::Volume, &v.id);
+            if v.attachments.is_empty() {
+                for d in &devices {
+                    self.release(d, &file, report);
+                }
+                continue;
+            }
+            let recorded = LoopDevice::from_path(Path::new(&v.attachments[0].device));
+            let keep = recorded
+                .filter(|d| devices.contains(d))
+                .or_else(|| devices.first().copied());
+            let device = match keep {
+                Some(d) => {
+                    d.keep()
+                        .map_err(|e| io_error(format_args!("keep {}", d.path().display()), e))?;
+                    report.devices_kept += 1;
+                    d
+                }
+                None => {
+                    let d = LoopDevice::attach(&file)
+                        .map_err(|e| io_error(format_args!("re-attach {}", file.display()), e))?;
+                    report.devices_created += 1;
+                    d
+                }
+            };
+            for d in devices.iter().filter(|d| **d != device) {
+                self.release(d, &file, report);
+            }
+            // An extend interrupted between the file and the device.
+            let file_len = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+            if device.size_bytes().is_ok_and(|s| s < file_len) {
+                device
+                    .set_capacity()
+                    .map_err(|e| io_error(format_args!("resize {}", device.path().display()), e))?;
+            }
+            let path = device.path().display().to_string();
+            if v.attachments.iter().any(|a| a.device != path) {
+                for a in &mut v.attachments {
+                    a.device = path.clone();
+                }
+                self.put_volume(v.clone())?;
+            }
+            expected.insert(store::link_name(&v.id), device);
+            if std::fs::read_link(self.layout.by_id_link(&v.id)).ok() != Some(device.path()) {
+                self.ensure_link(&v.id, &device)?;
+                report.links_written += 1;
+            }
+        }
+        Ok(expected)
+    }
+
+    fn release(&self, device: &LoopDevice, file: &Path, report: &mut ReconcileReport) {
+        tracing::info!(device = %device.path().display(), file = %file.display(),
+            "unbinding a loop device no attachment claims");
+        match device.detach() {
+            Ok(()) => report.devices_released += 1,
+            Err(e) => tracing::warn!(device = %device.path().display(), error = %e,
+                "cannot unbind loop device"),
+        }
+    }
+
+    fn reconcile_links(
+        &self,
+        expected: &BTreeMap<String, LoopDevice>,
+        report: &mut ReconcileReport,
+    ) -> CloudResult<()> {
+        let dir = self.layout.by_id_dir();
+        let entries = std::fs::read_dir(&dir)
+            .map_err(|e| io_error(format_args!("read {}", dir.display()), e))?;
+        let wanted: BTreeSet<&String> = expected.keys().collect();
+        for entry in entries {
+            let entry = entry.map_err(|e| io_error(format_args!("read {}", dir.display()), e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if wanted.contains(&name) && !name.ends_with(TMP_SUFFIX) {
+                continue;
+            }
+            store::remove_durable(&entry.path())
+                .map_err(|e| io_error(format_args!("remove {}", entry.path().display()), e))?;
+            report.links_removed += 1;
+        }
+        Ok(())
+    }
+}

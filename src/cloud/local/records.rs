@@ -1,0 +1,243 @@
+//! The JSON records kept for each object and their one conversion into the port's types.
+//! Statuses are stored in Cinder's spelling so a record reads like a Cinder object.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::cloud::{
+    Attachment, Backup, BackupStatus, Snapshot, SnapshotStatus, Volume, VolumeStatus, VolumeType,
+};
+
+/// Bumped if the record layout ever changes incompatibly.
+pub const RECORD_VERSION: u32 = 1;
+
+/// The only availability zone of this backend.
+pub const ZONE: &str = "local";
+
+/// Volume types this backend offers: the default, and one that allows multi-attach.
+pub const TYPE_DEFAULT: &str = "local";
+pub const TYPE_MULTIATTACH: &str = "local-multiattach";
+const TYPE_DEFAULT_ID: &str = "6c0f5a52-4a39-4c2e-9d0f-0c5a1e6b7d01";
+const TYPE_MULTIATTACH_ID: &str = "6c0f5a52-4a39-4c2e-9d0f-0c5a1e6b7d02";
+
+pub fn volume_types() -> [VolumeType; 2] {
+    [
+        VolumeType {
+            id: TYPE_DEFAULT_ID.into(),
+            name: TYPE_DEFAULT.into(),
+            multiattach: false,
+        },
+        VolumeType {
+            id: TYPE_MULTIATTACH_ID.into(),
+            name: TYPE_MULTIATTACH.into(),
+            multiattach: true,
+        },
+    ]
+}
+
+/// Look a type up by name or id.
+pub fn find_volume_type(name_or_id: &str) -> Option<VolumeType> {
+    volume_types()
+        .into_iter()
+        .find(|t| t.name == name_or_id || t.id == name_or_id)
+}
+
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or_default()
+}
+
+fn time_of(ms: u64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(ms)
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttachmentRecord {
+    pub attachment_id: String,
+    pub server_id: String,
+    /// `/dev/loopN` (rewritten by the startup reconcile if the number changed).
+    pub device: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VolumeRecord {
+    pub version: u32,
+    pub id: String,
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    pub size_gib: u64,
+    /// Cinder spelling: `creating`, `available`, `in-use`, `deleting`, `error`, …
+    pub status: String,
+    /// Why the volume is in an error status, for wait errors.
+    #[serde(default)]
+    pub error_reason: Option<String>,
+    pub volume_type: String,
+    pub multiattach: bool,
+    #[serde(default)]
+    pub metadata: BTreeMap<String, String>,
+    #[serde(default)]
+    pub attachments: Vec<AttachmentRecord>,
+    #[serde(default)]
+    pub snapshot_id: Option<String>,
+    #[serde(default)]
+    pub source_volume_id: Option<String>,
+    #[serde(default)]
+    pub backup_id: Option<String>,
+    pub created_at_ms: u64,
+}
+
+impl VolumeRecord {
+    pub fn status(&self) -> VolumeStatus {
+        VolumeStatus::parse(&self.status)
+    }
+
+    pub fn set_status(&mut self, s: VolumeStatus) {
+        self.status = s.as_str().to_string();
+    }
+
+    /// `in-use` while attached, `available` otherwise (for stable volumes).
+    pub fn settle_status(&mut self) {
+        self.set_status(if self.attachments.is_empty() {
+            VolumeStatus::Available
+        } else {
+            VolumeStatus::InUse
+        });
+    }
+
+    pub fn to_volume(&self) -> Volume {
+        Volume {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            size_gib: self.size_gib,
+            status: self.status(),
+            availability_zone: ZONE.to_string(),
+            volume_type: Some(self.volume_type.clone()),
+            multiattach: self.multiattach,
+            bootable: false,
+            metadata: self.metadata.clone(),
+            attachments: self
+                .attachments
+                .iter()
+                .map(|a| Attachment {
+                    server_id: a.server_id.clone(),
+                    attachment_id: Some(a.attachment_id.clone()),
+                    device: Some(a.device.clone()),
+                })
+                .collect(),
+            snapshot_id: self.snapshot_id.clone(),
+            source_volume_id: self.source_volume_id.clone(),
+            backup_id: self.backup_id.clone(),
+            created_at: Some(time_of(self.created_at_ms)),
+        }
+    }
+}
+
+/// Snapshots and backups share one record shape (a backup is a snapshot kept elsewhere).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CopyRecord {
+    pub version: u32,
+    pub id: String,
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    pub volume_id: String,
+    /// Backups only: the snapshot the backup was taken from.
+    #[serde(default)]
+    pub snapshot_id: Option<String>,
+    pub size_gib: u64,
+    pub status: String,
+    #[serde(default)]
+    pub error_reason: Option<String>,
+    #[serde(default)]
+    pub metadata: BTreeMap<String, String>,
+    pub created_at_ms: u64,
+}
+
+impl CopyRecord {
+    pub fn to_snapshot(&self) -> Snapshot {
+        Snapshot {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            volume_id: self.volume_id.clone(),
+            size_gib: self.size_gib,
+            status: SnapshotStatus::parse(&self.status),
+            created_at: Some(time_of(self.created_at_ms)),
+            metadata: self.metadata.clone(),
+        }
+    }
+
+    pub fn to_backup(&self) -> Backup {
+        Backup {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            volume_id: self.volume_id.clone(),
+            snapshot_id: self.snapshot_id.clone(),
+            size_gib: self.size_gib,
+            status: BackupStatus::parse(&self.status),
+            availability_zone: Some(ZONE.to_string()),
+            created_at: Some(time_of(self.created_at_ms)),
+            metadata: self.metadata.clone(),
+        }
+    }
+
+    pub fn is_available(&self) -> bool {
+        self.status == "available"
+    }
+
+    pub fn is_creating(&self) -> bool {
+        self.status == "creating"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn volume_record_round_trips_and_converts() {
+        let r = VolumeRecord {
+            version: RECORD_VERSION,
+            id: "v1".into(),
+            name: "n".into(),
+            description: None,
+            size_gib: 2,
+            status: "in-use".into(),
+            error_reason: None,
+            volume_type: TYPE_DEFAULT.into(),
+            multiattach: false,
+            metadata: [("k".to_string(), "v".to_string())].into(),
+            attachments: vec![AttachmentRecord {
+                attachment_id: "a".into(),
+                server_id: "node".into(),
+                device: "/dev/loop3".into(),
+            }],
+            snapshot_id: None,
+            source_volume_id: None,
+            backup_id: None,
+            created_at_ms: 1_700_000_000_000,
+        };
+        let json = serde_json::to_string(&r).unwrap();
+        let back: VolumeRecord = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, r);
+        let v = r.to_volume();
+        assert_eq!(v.status, VolumeStatus::InUse);
+        assert_eq!(v.availability_zone, "local");
+        assert_eq!(
+            v.attached_to("node").unwrap().device.as_deref(),
+            Some("/dev/loop3")
+        );
+        assert_eq!(v.size_bytes(), 2 << 30);
+    }
+
+    #[test]
+    fn types_resolve_by_name_or_id() {
+        assert!(!find_volume_type("local").unwrap().multiattach);
+        assert!(find_volume_type(TYPE_MULTIATTACH_ID).unwrap().multiattach);
+        assert!(find_volume_type("ssd").is_none());
+    }
+}

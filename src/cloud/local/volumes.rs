@@ -1,0 +1,354 @@
+//! Volumes: create (blank, or restored/cloned by a sparse copy), read, list, delete, extend
+//! and retype, with Cinder's rules for states and dependent snapshots.
+
+use std::fs::OpenOptions;
+use std::path::PathBuf;
+
+use super::data::{self, Source};
+use super::loopdev::LoopDevice;
+use super::paging::paginate;
+use super::records::{self, VolumeRecord, RECORD_VERSION, ZONE};
+use super::store::Kind;
+use super::{bad_request, conflict, io_error, Inner};
+use crate::cloud::{
+    CloudError, CloudResult, MigrationPolicy, NewVolume, Page, PageRequest, Resource, Volume,
+    VolumeFilter, VolumeSource, VolumeStatus, GIB,
+};
+
+fn not_found(id: &str) -> CloudError {
+    CloudError::not_found(Resource::Volume, id)
+}
+
+/// Statuses a copy may be taken from (Cinder allows snapshots/clones of in-use volumes).
+fn copyable(status: &VolumeStatus) -> bool {
+    matches!(status, VolumeStatus::Available | VolumeStatus::InUse)
+}
+
+impl Inner {
+    pub(super) fn get_volume(&self, id: &str) -> CloudResult<Volume> {
+        self.read()
+            .volumes
+            .get(id)
+            .map(VolumeRecord::to_volume)
+            .ok_or_else(|| not_found(id))
+    }
+
+    pub(super) fn list_volumes(
+        &self,
+        filter: &VolumeFilter,
+        page: &PageRequest,
+    ) -> CloudResult<Page<Volume>> {
+        let items = self
+            .read()
+            .volumes
+            .values()
+            .filter(|v| filter.name.as_ref().is_none_or(|n| &v.name == n))
+            .filter(|v| {
+                filter
+                    .metadata
+                    .iter()
+                    .all(|(k, val)| v.metadata.get(k) == Some(val))
+            })
+            .map(|v| (v.created_at_ms, v.id.clone(), v.to_volume()))
+            .collect();
+        paginate(items, page)
+    }
+
+    pub(super) fn create_volume(&self, req: &NewVolume) -> CloudResult<Volume> {
+        if req.size_gib == 0 {
+            return Err(bad_request("volume size must be at least 1 GiB"));
+        }
+        let vtype = match &req.volume_type {
+            None => records::find_volume_type(records::TYPE_DEFAULT).expect("default type"),
+            Some(t) => records::find_volume_type(t)
+                .ok_or_else(|| CloudError::not_found(Resource::VolumeType, t))?,
+        };
+        if let Some(az) = req.availability_zone.as_deref().filter(|z| *z != ZONE) {
+            return Err(bad_request(format!(
+                "availability zone {az:?} is invalid: the local backend has only {ZONE:?}"
+            )));
+        }
+        // Names need not be unique, as in Cinder: the controller core decides what a second
+        // volume with the same name means.
+        let mut rec = VolumeRecord {
+            version: RECORD_VERSION,
+            id: uuid::Uuid::new_v4().to_string(),
+            name: req.name.clone(),
+            description: req.description.clone(),
+            size_gib: req.size_gib,
+            status: VolumeStatus::Creating.as_str().to_string(),
+            error_reason: None,
+            volume_type: vtype.name.clone(),
+            multiattach: vtype.multiattach,
+            metadata: req.metadata.clone(),
+            attachments: Vec::new(),
+            snapshot_id: None,
+            source_volume_id: None,
+            backup_id: None,
+            created_at_ms: records::now_ms(),
+        };
+        self.check_fits(req.size_gib)?;
+        let source = {
+            let _ops = self.lock_ops();
+            let source = self.resolve_source(req, &mut rec)?;
+            self.put_volume(rec.clone())?;
+            source
+        };
+        // The copy runs without the ops lock: `creating` keeps the source from being deleted.
+        let result = data::create(
+            &self.layout,
+            Kind::Volume,
+            &rec.id,
+            source.as_ref().map(|(file, dev)| Source {
+                file,
+                device: dev.as_deref(),
+            }),
+            req.size_gib * GIB,
+        );
+        let _ops = self.lock_ops();
+        let mut rec = self
+            .read()
+            .volumes
+            .get(&rec.id)
+            .cloned()
+            .ok_or_else(|| not_found(&rec.id))?;
+        match result {
+            Ok(len) => {
+                rec.size_gib = data::gib_of(len);
+                rec.settle_status();
+            }
+            Err(e) => {
+                tracing::warn!(volume_id = %rec.id, error = %e, "volume creation failed");
+                rec.set_status(VolumeStatus::Error);
+                rec.error_reason = Some(format!("cannot write the volume's data: {e}"));
+            }
+        }
+        self.put_volume(rec.clone())?;
+        Ok(rec.to_volume())
+    }
+
+    /// Check the content source and note it in `rec`; returns the file to copy and, for an
+    /// attached source volume, its loop device. Call with `ops` held.
+    fn resolve_source(
+        &self,
+        req: &NewVolume,
+        rec: &mut VolumeRecord,
+    ) -> CloudResult<Option<(PathBuf, Option<PathBuf>)>> {
+        let st = self.read();
+        let too_small = |kind: &str, id: &str, gib: u64| {
+            bad_request(format!(
+                "requested size {} GiB is smaller than the {kind} {id} ({gib} GiB)",
+                req.size_gib
+            ))
+        };
+        let Some(source) = &req.source else {
+            return Ok(None);
+        };
+        match source {
+            VolumeSource::Snapshot(id) => {
+                let s = st
+                    .snapshots
+                    .get(id)
+                    .ok_or_else(|| CloudError::not_found(Resource::Snapshot, id))?;
+                if !s.is_available() {
+                    return Err(conflict(format!(
+                        "snapshot {id} must be available to restore from, it is {}",
+                        s.status
+                    )));
+                }
+                if req.size_gib < s.size_gib {
+                    return Err(too_small("snapshot", id, s.size_gib));
+                }
+                rec.snapshot_id = Some(id.clone());
+                Ok(Some((self.layout.data(Kind::Snapshot, id), None)))
+            }
+            VolumeSource::Volume(id) => {
+                let v = st.volumes.get(id).ok_or_else(|| not_found(id))?;
+                if !copyable(&v.status()) {
+                    return Err(conflict(format!(
+                        "volume {id} must be available or in-use to clone, it is {}",
+                        v.status
+                    )));
+                }
+                if req.size_gib < v.size_gib {
+                    return Err(too_small("source volume", id, v.size_gib));
+                }
+                rec.source_volume_id = Some(id.clone());
+                let dev = v.attachments.first().map(|a| PathBuf::from(&a.device));
+                Ok(Some((self.layout.data(Kind::Volume, id), dev)))
+            }
+            VolumeSource::Backup(id) => {
+                let b = st
+                    .backups
+                    .get(id)
+                    .ok_or_else(|| CloudError::not_found(Resource::Backup, id))?;
+                if !b.is_available() {
+                    return Err(conflict(format!(
+                        "backup {id} must be available to restore from, it is {}",
+                        b.status
+                    )));
+                }
+                if req.size_gib < b.size_gib {
+                    return Err(too_small("backup", id, b.size_gib));
+                }
+                rec.backup_id = Some(id.clone());
+                Ok(Some((self.layout.data(Kind::Backup, id), None)))
+            }
+        }
+    }
+
+    pub(super) fn delete_volume(&self, id: &str, cascade: bool) -> CloudResult<()> {
+        let _ops = self.lock_ops();
+        let (mut rec, snapshots) = {
+            let st = self.read();
+            let v = st.volumes.get(id).ok_or_else(|| not_found(id))?;
+            if !v.attachments.is_empty() {
+                let servers: Vec<_> = v.attachments.iter().map(|a| a.server_id.as_str()).collect();
+                return Err(conflict(format!(
+                    "volume {id} is attached to {}; detach it first",
+                    servers.join(", ")
+                )));
+            }
+            let status = v.status();
+            if !(status == VolumeStatus::Available
+                || status == VolumeStatus::Deleting
+                || status.is_error())
+            {
+                return Err(conflict(format!(
+                    "volume {id} must be available or in error to be deleted, it is {status}"
+                )));
+            }
+            let snapshots: Vec<String> = st
+                .snapshots
+                .values()
+                .filter(|s| s.volume_id == id)
+                .map(|s| s.id.clone())
+                .collect();
+            if !snapshots.is_empty() && !cascade {
+                return Err(conflict(format!(
+                    "volume {id} has {} dependent snapshot(s); delete them first or cascade",
+                    snapshots.len()
+                )));
+            }
+            let busy = st
+                .snapshots
+                .values()
+                .any(|s| s.volume_id == id && s.is_creating())
+                || st
+                    .backups
+                    .values()
+                    .any(|b| b.volume_id == id && b.is_creating())
+                || st.volumes.values().any(|c| {
+                    c.source_volume_id.as_deref() == Some(id)
+                        && c.status() == VolumeStatus::Creating
+                });
+            if busy {
+                return Err(conflict(format!(
+                    "volume {id} is being copied (snapshot, backup or clone in progress)"
+                )));
+            }
+            (v.clone(), snapshots)
+        };
+        rec.set_status(VolumeStatus::Deleting);
+        self.put_volume(rec)?;
+        for s in &snapshots {
+            self.drop_object(Kind::Snapshot, s)?;
+        }
+        self.drop_object(Kind::Volume, id)
+    }
+
+    pub(super) fn extend_volume(
+        &self,
+        id: &str,
+        new_size_gib: u64,
+        online: bool,
+    ) -> CloudResult<()> {
+        let _ops = self.lock_ops();
+        let mut rec = self
+            .read()
+            .volumes
+            .get(id)
+            .cloned()
+            .ok_or_else(|| not_found(id))?;
+        if new_size_gib <= rec.size_gib {
+            return Err(bad_request(format!(
+                "new size {new_size_gib} GiB must be greater than the current size {} GiB",
+                rec.size_gib
+            )));
+        }
+        self.check_fits(new_size_gib)?;
+        match rec.status() {
+            VolumeStatus::Available => {}
+            VolumeStatus::InUse if online => {}
+            VolumeStatus::InUse => {
+                return Err(conflict(format!(
+                    "volume {id} is in-use; extending an attached volume needs online extend"
+                )))
+            }
+            other => {
+                return Err(conflict(format!(
+                    "volume {id} must be available or in-use to be extended, it is {other}"
+                )))
+            }
+        }
+        let path = self.layout.data(Kind::Volume, id);
+        let file = OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .map_err(|e| io_error(format_args!("open {}", path.display()), e))?;
+        file.set_len(new_size_gib * GIB)
+            .and_then(|()| file.sync_all())
+            .map_err(|e| io_error(format_args!("grow {}", path.display()), e))?;
+        // The loop device keeps its old size until told to re-read the file's.
+        let mut devices: Vec<&str> = rec.attachments.iter().map(|a| a.device.as_str()).collect();
+        devices.dedup();
+        for dev in devices {
+            let loopdev = LoopDevice::from_path(dev.as_ref())
+                .ok_or_else(|| io_error("attachment", format!("{dev} is not a loop device")))?;
+            loopdev
+                .set_capacity()
+                .map_err(|e| io_error(format_args!("resize {dev}"), e))?;
+        }
+        rec.size_gib = new_size_gib;
+        self.put_volume(rec)
+    }
+
+    pub(super) fn retype_volume(
+        &self,
+        id: &str,
+        new_type: &str,
+        _policy: MigrationPolicy,
+    ) -> CloudResult<()> {
+        // Every type lives in the same directory: no data ever moves, whatever the policy.
+        let _ops = self.lock_ops();
+        let t = records::find_volume_type(new_type)
+            .ok_or_else(|| CloudError::not_found(Resource::VolumeType, new_type))?;
+        let mut rec = self
+            .read()
+            .volumes
+            .get(id)
+            .cloned()
+            .ok_or_else(|| not_found(id))?;
+        if !copyable(&rec.status()) {
+            return Err(conflict(format!(
+                "volume {id} must be available or in-use to be retyped, it is {}",
+                rec.status
+            )));
+        }
+        if rec.volume_type == t.name {
+            return Err(bad_request(format!(
+                "volume {id} already has type {}",
+                t.name
+            )));
+        }
+        if !t.multiattach && rec.attachments.len() > 1 {
+            return Err(conflict(format!(
+                "volume {id} is attached to several servers; type {} does not allow that",
+                t.name
+            )));
+        }
+        rec.volume_type = t.name;
+        rec.multiattach = t.multiattach;
+        self.put_volume(rec)
+    }
+}

@@ -1,0 +1,234 @@
+//! Typed parameters at the edge of the node core: paths inside the kubelet dir, the
+//! filesystem to use, mkfs options and flags from volume_context. Everything past here is
+//! validated; bad input is InvalidArgument naming the field and how to fix it.
+
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
+
+use crate::driver::types::{AccessMode, AccessType, VolumeCapability};
+use crate::driver::{Error, Result};
+use crate::host::{FormatOptions, FsKind};
+
+/// volume_context key set by the controller when a volume restored from a smaller snapshot
+/// or source must have its filesystem grown at stage time.
+pub const RESIZE_REQUIRED: &str = "cinder.csi.openstack.org/resizeRequired";
+pub const BLOCK_SIZE: &str = "blockSize";
+pub const INODE_SIZE: &str = "inodeSize";
+pub const BYTES_PER_INODE: &str = "bytesPerInode";
+pub const NUMBER_OF_INODES: &str = "numberOfInodes";
+
+pub const DEFAULT_FS: FsKind = FsKind::Ext4;
+
+/// A path the CO gave us: absolute, inside the kubelet dir, with no `.`/`..` components.
+pub fn kubelet_path(field: &str, raw: &str, kubelet_dir: &Path) -> Result<PathBuf> {
+    if raw.is_empty() {
+        return Err(Error::invalid(format!("{field} is required")));
+    }
+    let path = PathBuf::from(raw);
+    if !path.is_absolute() {
+        return Err(Error::invalid(format!(
+            "{field} {raw:?} must be an absolute path"
+        )));
+    }
+    if raw.contains('\0')
+        || path
+            .components()
+            .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
+    {
+        return Err(Error::invalid(format!(
+            "{field} {raw:?} must not contain `.` or `..` components"
+        )));
+    }
+    if !path.starts_with(kubelet_dir) || path == kubelet_dir {
+        return Err(Error::invalid(format!(
+            "{field} {raw:?} is outside the kubelet directory {}; set --kubelet-dir if kubelet \
+             runs with a different root",
+            kubelet_dir.display()
+        )));
+    }
+    Ok(path)
+}
+
+/// A volume id usable in device names: non-empty, no `/`, no control characters.
+pub fn volume_id(raw: &str) -> Result<String> {
+    if raw.is_empty() {
+        return Err(Error::invalid("volume_id is required"));
+    }
+    if raw.len() > 255 || raw.chars().any(|c| c == '/' || c.is_control()) {
+        return Err(Error::invalid(format!(
+            "volume_id {raw:?} is not a valid Cinder volume id (no `/` or control characters, \
+             at most 255 bytes)"
+        )));
+    }
+    Ok(raw.to_string())
+}
+
+/// How the volume is used on this node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Access {
+    Block,
+    Mount { fs: FsKind, flags: Vec<String> },
+}
+
+/// The access type, refusing what a single-node filesystem cannot do.
+pub fn access(cap: &VolumeCapability) -> Result<Access> {
+    match &cap.access_type {
+        AccessType::Block => Ok(Access::Block),
+        AccessType::Mount {
+            fs_type,
+            mount_flags,
+            ..
+        } => {
+            if matches!(
+                cap.access_mode,
+                AccessMode::MultiNodeMultiWriter | AccessMode::MultiNodeSingleWriter
+            ) {
+                return Err(Error::invalid(format!(
+                    "access mode {} cannot be used with a mounted filesystem: ext4/xfs/btrfs \
+                     must be written by one node only; use block access for multi-attach",
+                    cap.access_mode.as_str()
+                )));
+            }
+            let fs = fs_type_of(fs_type.as_deref())?;
+            for f in mount_flags.iter().flat_map(|f| f.split(',')) {
+                if matches!(f.trim(), "bind" | "rbind" | "remount" | "move") {
+                    return Err(Error::invalid(format!(
+                        "mount flag {f:?} is not allowed in volume_capability.mount.mount_flags"
+                    )));
+                }
+            }
+            Ok(Access::Mount {
+                fs,
+                flags: mount_flags.clone(),
+            })
+        }
+    }
+}
+
+pub fn fs_type_of(fs_type: Option<&str>) -> Result<FsKind> {
+    match fs_type {
+        None => Ok(DEFAULT_FS),
+        Some(s) => FsKind::parse(&s.to_ascii_lowercase()).ok_or_else(|| {
+            Error::invalid(format!(
+                "fsType {s:?} is not supported; use ext4 (default), ext3, ext2, xfs or btrfs"
+            ))
+        }),
+    }
+}
+
+/// What volume_context asks of NodeStage.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StageContext {
+    pub resize_required: bool,
+    pub format: FormatOptions,
+}
+
+/// Parse volume_context. Known keys are validated strictly; other keys are ignored, because
+/// the context is written by a controller (possibly another version of this driver, or the
+/// provisioner's `storage.kubernetes.io/` keys), never typed by a user, and a node must stay
+/// able to mount every volume it is given.
+pub fn stage_context(ctx: &HashMap<String, String>, fs: Option<FsKind>) -> Result<StageContext> {
+    let mut out = StageContext::default();
+    for (key, value) in ctx {
+        let v = value.trim();
+        match key.as_str() {
+            RESIZE_REQUIRED | "resizeRequired" => {
+                out.resize_required = match v.to_ascii_lowercase().as_str() {
+                    "true" => true,
+                    "false" | "" => false,
+                    _ => {
+                        return Err(Error::invalid(format!(
+                            "volume_context {key}={value:?} must be \"true\" or \"false\""
+                        )))
+                    }
+                }
+            }
+            k if k.eq_ignore_ascii_case(BLOCK_SIZE) => {
+                out.format.block_size = Some(number(key, v)? as u32);
+            }
+            k if k.eq_ignore_ascii_case(INODE_SIZE) => {
+                out.format.inode_size = Some(number(key, v)? as u32);
+            }
+            k if k.eq_ignore_ascii_case(BYTES_PER_INODE) => {
+                out.format.bytes_per_inode = Some(number(key, v)?);
+            }
+            k if k.eq_ignore_ascii_case(NUMBER_OF_INODES) => {
+                out.format.number_of_inodes = Some(number(key, v)?);
+            }
+            _ => tracing::debug!(key = %key, "volume_context key not used by the node"),
+        }
+    }
+    if let Some(fs) = fs {
+        check_format(&out.format, fs)?;
+    }
+    Ok(out)
+}
+
+fn number(key: &str, v: &str) -> Result<u64> {
+    v.parse::<u64>()
+        .ok()
+        .filter(|&n| n > 0 && n <= u64::from(u32::MAX))
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "volume_context {key}={v:?} must be a positive whole number"
+            ))
+        })
+}
+
+fn pow2_in(key: &str, v: u64, lo: u64, hi: u64, fs: FsKind) -> Result<()> {
+    if v.is_power_of_two() && (lo..=hi).contains(&v) {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "volume_context {key}={v} is invalid for {fs}: use a power of two from {lo} to {hi}"
+        )))
+    }
+}
+
+fn not_for(key: &str, fs: FsKind) -> Error {
+    Error::invalid(format!(
+        "volume_context {key} is not supported for {fs}; it applies to ext2/ext3/ext4 only"
+    ))
+}
+
+/// mkfs options valid for `fs` (limits from mke2fs(8), mkfs.xfs(8), mkfs.btrfs(8)).
+pub fn check_format(o: &FormatOptions, fs: FsKind) -> Result<()> {
+    let block = o.block_size.map(u64::from);
+    let inode = o.inode_size.map(u64::from);
+    match fs {
+        FsKind::Ext2 | FsKind::Ext3 | FsKind::Ext4 => {
+            if let Some(b) = block {
+                pow2_in(BLOCK_SIZE, b, 1024, 65536, fs)?;
+            }
+            if let Some(i) = inode {
+                pow2_in(INODE_SIZE, i, 128, block.unwrap_or(65536), fs)?;
+            }
+            if let Some(n) = o.bytes_per_inode {
+                if !(1024..=64 * 1024 * 1024).contains(&n) {
+                    return Err(Error::invalid(format!(
+                        "volume_context {BYTES_PER_INODE}={n} is invalid: use 1024 to 67108864"
+                    )));
+                }
+            }
+        }
+        FsKind::Xfs | FsKind::Btrfs => {
+            if let Some(b) = block {
+                let lo = if fs == FsKind::Xfs { 512 } else { 4096 };
+                pow2_in(BLOCK_SIZE, b, lo, 65536, fs)?;
+            }
+            if let Some(i) = inode {
+                if fs == FsKind::Btrfs {
+                    return Err(not_for(INODE_SIZE, fs));
+                }
+                pow2_in(INODE_SIZE, i, 256, 2048, fs)?;
+            }
+            if o.bytes_per_inode.is_some() {
+                return Err(not_for(BYTES_PER_INODE, fs));
+            }
+            if o.number_of_inodes.is_some() {
+                return Err(not_for(NUMBER_OF_INODES, fs));
+            }
+        }
+    }
+    Ok(())
+}

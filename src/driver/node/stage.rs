@@ -1,0 +1,261 @@
+//! NodeStageVolume / NodeUnstageVolume. Formatting happens only on a provably blank device;
+//! anything else that is not our filesystem is refused, never overwritten.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::params::{self, Access, StageContext};
+use super::{NodeOptions, StageRequest};
+use crate::driver::{Error, Result};
+use crate::host::{Content, FileKind, FsKind, Host, HostError, MountSpec, PathInfo, PathState};
+
+/// A filesystem this much smaller than its device is grown (Cinder sizes are whole GiB;
+/// filesystems round their size down to a block or allocation group).
+pub const GROW_THRESHOLD: u64 = 1 << 20;
+
+/// Upper bound on stacked mounts removed by one unstage/unpublish.
+pub const MAX_STACKED_MOUNTS: usize = 8;
+
+pub struct StagePlan {
+    pub volume_id: String,
+    pub staging: PathBuf,
+    pub access: Access,
+    pub read_only: bool,
+    pub context: StageContext,
+}
+
+impl StagePlan {
+    pub fn new(req: StageRequest, opts: &NodeOptions) -> Result<Self> {
+        let volume_id = params::volume_id(&req.volume_id)?;
+        let staging =
+            params::kubelet_path("staging_target_path", &req.staging_path, &opts.kubelet_dir)?;
+        let access = params::access(&req.capability)?;
+        let fs = match &access {
+            Access::Mount { fs, .. } => Some(*fs),
+            Access::Block => None,
+        };
+        let context = params::stage_context(&req.volume_context, fs)?;
+        Ok(Self {
+            volume_id,
+            staging,
+            access,
+            read_only: req.capability.access_mode.is_read_only(),
+            context,
+        })
+    }
+}
+
+pub fn stage(host: &Host, p: &StagePlan, deadline: Instant) -> Result<()> {
+    let device = host.devices.find(&p.volume_id, deadline)?;
+    let dev = block_device(host, &device)?;
+    match &p.access {
+        // Block volumes are not staged: publish binds the device node itself.
+        Access::Block => Ok(()),
+        Access::Mount { fs, flags } => stage_mount(host, p, *fs, flags, &device, &dev),
+    }
+}
+
+/// The device must be a block device node.
+pub fn block_device(host: &Host, device: &Path) -> Result<PathInfo> {
+    match host.mounter.inspect(device)? {
+        PathState::Present(info) if info.kind == FileKind::Block => Ok(info),
+        _ => Err(Error::precondition(format!(
+            "{} is not a block device",
+            device.display()
+        ))),
+    }
+}
+
+fn stage_mount(
+    host: &Host,
+    p: &StagePlan,
+    requested: FsKind,
+    flags: &[String],
+    device: &Path,
+    dev: &PathInfo,
+) -> Result<()> {
+    let staging = &p.staging;
+    match host.mounter.inspect(staging)? {
+        PathState::Missing => host.mounter.create_dir(staging)?,
+        PathState::Broken { errno } => {
+            return Err(Error::precondition(format!(
+                "staging path {} is a broken mount ({}); call NodeUnstageVolume to clean it up",
+                staging.display(),
+                std::io::Error::from_raw_os_error(errno)
+            )))
+        }
+        PathState::Present(info) if info.mount_root => {
+            if !same_device(host, staging, &info, device, dev)? {
+                return Err(Error::precondition(format!(
+                    "staging path {} already holds another device; volume {} ({}) was not staged",
+                    staging.display(),
+                    p.volume_id,
+                    device.display()
+                )));
+            }
+            // Staged before (CSI: repeated stage of the same volume succeeds).
+            if p.context.resize_required && !p.read_only {
+                grow_mounted(host, device, staging)?;
+            }
+            return Ok(());
+        }
+        PathState::Present(info) if info.kind != FileKind::Dir => {
+            return Err(Error::precondition(format!(
+                "staging path {} exists and is not a directory",
+                staging.display()
+            )))
+        }
+        PathState::Present(_) => {}
+    }
+
+    let fs = match host.filesystems.probe(device)? {
+        Content::Blank => {
+            if p.read_only {
+                return Err(Error::precondition(format!(
+                    "volume {} is blank and its access mode is read-only: there is no \
+                     filesystem to mount and formatting would write to it",
+                    p.volume_id
+                )));
+            }
+            let missing = host.filesystems.missing_tools(requested);
+            if !missing.is_empty() {
+                return Err(Error::precondition(format!(
+                    "cannot format volume {} as {requested}: {} not installed on this node",
+                    p.volume_id,
+                    missing.join(", ")
+                )));
+            }
+            tracing::info!(device = %device.display(), fs = %requested, "formatting blank device");
+            host.filesystems
+                .format(device, requested, &p.context.format)?;
+            requested
+        }
+        Content::Filesystem { kind, size_bytes } => {
+            if kind != requested {
+                tracing::warn!(
+                    device = %device.display(), found = %kind, requested = %requested,
+                    "device already holds a different filesystem; mounting it as it is, never reformatting"
+                );
+            }
+            if p.context.resize_required && !p.read_only && kind.is_ext() {
+                // ext* grows offline here: online grow needs CAP_SYS_RESOURCE.
+                let size = host.devices.size(device)?;
+                if size_bytes + GROW_THRESHOLD <= size {
+                    tracing::info!(device = %device.display(), from = size_bytes, to = size, "growing filesystem before mounting");
+                    host.filesystems.grow_offline(device, kind)?;
+                }
+            }
+            kind
+        }
+        Content::PartitionTable(t) => {
+            return Err(refuse(p, device, &format!("a {t} partition table")));
+        }
+        Content::Other(sig) => return Err(refuse(p, device, &format!("{sig} data"))),
+        Content::Unrecognised => {
+            return Err(refuse(
+                p,
+                device,
+                "data without a filesystem signature this driver knows",
+            ));
+        }
+    };
+
+    let spec = MountSpec {
+        fs,
+        options: flags.to_vec(),
+        read_only: p.read_only,
+    };
+    host.mounter.mount(device, staging, &spec)?;
+    if p.context.resize_required && !p.read_only && !fs.is_ext() {
+        grow_mounted(host, device, staging)?;
+    }
+    Ok(())
+}
+
+fn refuse(p: &StagePlan, device: &Path, what: &str) -> Error {
+    Error::precondition(format!(
+        "device {} of volume {} holds {what}; refusing to format or mount it (wipe it \
+         deliberately if it is really unused)",
+        device.display(),
+        p.volume_id
+    ))
+}
+
+/// Whether the mount at `path` (info from statx) is the filesystem on `device`. ext4/xfs
+/// report the block device as st_dev; btrfs uses an anonymous device, so then the mount
+/// table is asked.
+fn same_device(
+    host: &Host,
+    path: &Path,
+    info: &PathInfo,
+    device: &Path,
+    dev: &PathInfo,
+) -> Result<bool> {
+    if info.dev == dev.rdev {
+        return Ok(true);
+    }
+    match host.mounter.mounted_device(path)? {
+        Some(src) if src == device => Ok(true),
+        Some(src) => Ok(matches!(
+            host.mounter.inspect(&src)?,
+            PathState::Present(s) if s.kind == FileKind::Block && s.rdev == dev.rdev
+        )),
+        None => Ok(false),
+    }
+}
+
+/// Grow the mounted filesystem on `device` when it is smaller than the device.
+pub fn grow_mounted(host: &Host, device: &Path, mount_point: &Path) -> Result<()> {
+    let size = host.devices.size(device)?;
+    if let Content::Filesystem { kind, size_bytes } = host.filesystems.probe(device)? {
+        if size_bytes + GROW_THRESHOLD <= size {
+            host.filesystems.grow_online(device, mount_point, kind)?;
+        }
+    }
+    Ok(())
+}
+
+/// Unmount everything at `staging`, flush the device, remove the directory. Idempotent.
+pub fn unstage(host: &Host, staging: &Path) -> Result<()> {
+    for _ in 0..MAX_STACKED_MOUNTS {
+        match host.mounter.inspect(staging)? {
+            PathState::Missing => return Ok(()),
+            PathState::Broken { errno } => unmount_broken(host, staging, errno)?,
+            PathState::Present(info) if info.mount_root => {
+                let device = host.mounter.mounted_device(staging)?;
+                host.mounter.unmount(staging, false)?;
+                if let Some(device) = device {
+                    // umount synced the filesystem; now push the device's own buffers out and
+                    // drop its cache before the controller detaches it.
+                    match host.devices.flush(&device) {
+                        Ok(()) | Err(HostError::NotFound { .. }) => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+            }
+            PathState::Present(_) => {
+                host.mounter.remove(staging)?;
+                return Ok(());
+            }
+        }
+    }
+    Err(Error::precondition(format!(
+        "more than {MAX_STACKED_MOUNTS} mounts are stacked at {}; clean them up by hand",
+        staging.display()
+    )))
+}
+
+/// A mount whose filesystem no longer answers (EIO/ENOTCONN/ESTALE): try a normal unmount;
+/// if the kernel refuses, detach it lazily. This is the only place a lazy unmount is used:
+/// nothing can be flushed through a dead filesystem, and detaching is the only way to free
+/// the path. Its device is not flushed (it cannot be found through the dead mount).
+pub fn unmount_broken(host: &Host, path: &Path, errno: i32) -> Result<()> {
+    tracing::warn!(path = %path.display(), error = %std::io::Error::from_raw_os_error(errno), "cleaning up a broken mount");
+    match host.mounter.unmount(path, false) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "unmount of broken mount failed; detaching it lazily");
+            host.mounter.unmount(path, true).map_err(Into::into)
+        }
+    }
+}

@@ -1,0 +1,654 @@
+//! Unit tests of the node core on the in-memory fake host (no root needed).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::time::Instant;
+
+use super::*;
+use crate::driver::types::{AccessMode, AccessType, CapacityRange, VolumeCapability};
+use crate::driver::Error;
+use crate::host::fake::FakeHost;
+use crate::host::{libc_errno, Content, FsKind, HostError};
+use crate::metadata::{InstanceMetadata, Metadata, MetadataError};
+
+const KUBELET: &str = "/var/lib/kubelet";
+const GIB: u64 = 1 << 30;
+
+struct CountingMetadata {
+    calls: AtomicUsize,
+    zone: Option<String>,
+}
+
+#[async_trait]
+impl Metadata for CountingMetadata {
+    async fn instance(&self) -> Result<InstanceMetadata, MetadataError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        Ok(InstanceMetadata {
+            uuid: "node-uuid".into(),
+            availability_zone: self.zone.clone(),
+        })
+    }
+}
+
+fn core_with(fake: &FakeHost, md: Arc<dyn Metadata>) -> Arc<NodeCore> {
+    NodeCore::new(
+        fake.host(),
+        md,
+        NodeOptions {
+            kubelet_dir: KUBELET.into(),
+            max_volumes_per_node: 256,
+            with_topology: true,
+            additional_topology: vec![("topology.kubernetes.io/region".into(), "r1".into())],
+        },
+    )
+}
+
+fn core(fake: &FakeHost) -> Arc<NodeCore> {
+    core_with(
+        fake,
+        Arc::new(CountingMetadata {
+            calls: AtomicUsize::new(0),
+            zone: Some("nova".into()),
+        }),
+    )
+}
+
+fn mount_cap(fs: Option<&str>, mode: AccessMode) -> VolumeCapability {
+    VolumeCapability {
+        access_type: AccessType::Mount {
+            fs_type: fs.map(String::from),
+            mount_flags: vec!["noatime".into()],
+            volume_mount_group: None,
+        },
+        access_mode: mode,
+    }
+}
+
+fn block_cap() -> VolumeCapability {
+    VolumeCapability {
+        access_type: AccessType::Block,
+        access_mode: AccessMode::SingleNodeWriter,
+    }
+}
+
+fn staging(id: &str) -> String {
+    format!("{KUBELET}/plugins/kubernetes.io/csi/cinder/{id}/globalmount")
+}
+
+fn target(id: &str) -> String {
+    format!("{KUBELET}/pods/p1/volumes/kubernetes.io~csi/{id}/mount")
+}
+
+fn stage_req(id: &str, cap: VolumeCapability) -> StageRequest {
+    StageRequest {
+        volume_id: id.into(),
+        staging_path: staging(id),
+        capability: cap,
+        volume_context: HashMap::new(),
+    }
+}
+
+fn publish_req(id: &str, cap: VolumeCapability, ro: bool) -> PublishRequest {
+    PublishRequest {
+        volume_id: id.into(),
+        staging_path: staging(id),
+        target_path: target(id),
+        capability: cap,
+        read_only: ro,
+    }
+}
+
+fn soon() -> Instant {
+    Instant::now() + Duration::from_secs(5)
+}
+
+fn rw() -> VolumeCapability {
+    mount_cap(None, AccessMode::SingleNodeWriter)
+}
+
+fn formats(fake: &FakeHost) -> usize {
+    fake.calls()
+        .iter()
+        .filter(|c| c.starts_with("format"))
+        .count()
+}
+
+#[tokio::test]
+async fn stage_formats_a_blank_device_once_and_restages_idempotently() {
+    let fake = FakeHost::new();
+    let dev = fake.attach("v1", GIB, Content::Blank);
+    let c = core(&fake);
+    c.stage(stage_req("v1", rw()), soon()).await.unwrap();
+    c.stage(stage_req("v1", rw()), soon()).await.unwrap();
+    assert_eq!(formats(&fake), 1, "{:?}", fake.calls());
+    assert!(matches!(
+        fake.content("v1"),
+        Content::Filesystem {
+            kind: FsKind::Ext4,
+            ..
+        }
+    ));
+    assert_eq!(fake.mount_depth(Path::new(&staging("v1"))), 1);
+    let mount = fake
+        .calls()
+        .into_iter()
+        .find(|c| c.starts_with("mount"))
+        .unwrap();
+    assert!(
+        mount.contains(&dev.display().to_string()) && mount.contains("[noatime]"),
+        "{mount}"
+    );
+}
+
+#[tokio::test]
+async fn never_formats_a_device_with_data() {
+    let fake = FakeHost::new();
+    fake.attach(
+        "xfsvol",
+        GIB,
+        Content::Filesystem {
+            kind: FsKind::Xfs,
+            size_bytes: GIB,
+        },
+    );
+    fake.attach("parted", GIB, Content::PartitionTable("gpt"));
+    fake.attach("swap", GIB, Content::Other("swap"));
+    fake.attach("junk", GIB, Content::Unrecognised);
+    let c = core(&fake);
+    // A different fs than requested: mounted as it is.
+    c.stage(
+        stage_req(
+            "xfsvol",
+            mount_cap(Some("ext4"), AccessMode::SingleNodeWriter),
+        ),
+        soon(),
+    )
+    .await
+    .unwrap();
+    assert!(fake.calls().iter().any(|c| c.contains(" xfs ")));
+    for id in ["parted", "swap", "junk"] {
+        let err = c.stage(stage_req(id, rw()), soon()).await.unwrap_err();
+        assert!(matches!(err, Error::FailedPrecondition(_)), "{id}: {err}");
+        assert!(err.to_string().contains("refusing to format"), "{err}");
+        assert_eq!(fake.mount_depth(Path::new(&staging(id))), 0);
+    }
+    assert_eq!(formats(&fake), 0);
+}
+
+#[tokio::test]
+async fn bad_requests_are_invalid_argument_and_change_nothing() {
+    let fake = FakeHost::new();
+    fake.attach("v1", GIB, Content::Blank);
+    let c = core(&fake);
+    let mut cases = Vec::new();
+    cases.push(stage_req(
+        "v1",
+        mount_cap(Some("zfs"), AccessMode::SingleNodeWriter),
+    ));
+    let mut r = stage_req("v1", rw());
+    r.staging_path = "/etc/x".into();
+    cases.push(r);
+    let mut r = stage_req("v1", rw());
+    r.staging_path = format!("{KUBELET}/a/../../../etc");
+    cases.push(r);
+    let mut r = stage_req("v1", rw());
+    r.staging_path = "relative/path".into();
+    cases.push(r);
+    let mut r = stage_req("v1", rw());
+    r.volume_context.insert("blockSize".into(), "3000".into());
+    cases.push(r);
+    let mut r = stage_req("v1", mount_cap(Some("xfs"), AccessMode::SingleNodeWriter));
+    r.volume_context
+        .insert("bytesPerInode".into(), "4096".into());
+    cases.push(r);
+    let mut r = stage_req("v1", rw());
+    r.volume_context
+        .insert(params::RESIZE_REQUIRED.into(), "maybe".into());
+    cases.push(r);
+    cases.push(stage_req(
+        "v1",
+        mount_cap(None, AccessMode::MultiNodeMultiWriter),
+    ));
+    cases.push(stage_req("a/b", rw()));
+    for req in cases {
+        let err = c.stage(req, soon()).await.unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    }
+    assert!(fake.calls().is_empty(), "{:?}", fake.calls());
+}
+
+#[tokio::test]
+async fn format_options_reach_mkfs() {
+    let fake = FakeHost::new();
+    fake.attach("v1", GIB, Content::Blank);
+    let c = core(&fake);
+    let mut r = stage_req("v1", rw());
+    for (k, v) in [
+        ("blockSize", "4096"),
+        ("inodeSize", "512"),
+        ("bytesPerInode", "16384"),
+        ("numberOfInodes", "1000"),
+        ("storage.kubernetes.io/csiProvisionerIdentity", "x"),
+    ] {
+        r.volume_context.insert(k.into(), v.into());
+    }
+    c.stage(r, soon()).await.unwrap();
+    let fmt = fake
+        .calls()
+        .into_iter()
+        .find(|c| c.starts_with("format"))
+        .unwrap();
+    assert!(
+        fmt.contains("block_size: Some(4096)")
+            && fmt.contains("inode_size: Some(512)")
+            && fmt.contains("bytes_per_inode: Some(16384)")
+            && fmt.contains("number_of_inodes: Some(1000)"),
+        "{fmt}"
+    );
+}
+
+#[tokio::test]
+async fn staging_path_with_another_device_is_failed_precondition() {
+    let fake = FakeHost::new();
+    fake.attach("v1", GIB, Content::Blank);
+    fake.attach("v2", GIB, Content::Blank);
+    let c = core(&fake);
+    c.stage(stage_req("v1", rw()), soon()).await.unwrap();
+    let mut r = stage_req("v2", rw());
+    r.staging_path = staging("v1");
+    let err = c.stage(r, soon()).await.unwrap_err();
+    assert!(matches!(err, Error::FailedPrecondition(_)), "{err}");
+    assert!(err.to_string().contains("another device"), "{err}");
+}
+
+#[tokio::test]
+async fn read_only_access_never_formats() {
+    let fake = FakeHost::new();
+    fake.attach("v1", GIB, Content::Blank);
+    let c = core(&fake);
+    let err = c
+        .stage(
+            stage_req("v1", mount_cap(None, AccessMode::SingleNodeReaderOnly)),
+            soon(),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::FailedPrecondition(_)), "{err}");
+    assert_eq!(formats(&fake), 0);
+}
+
+#[tokio::test]
+async fn missing_device_is_device_not_found() {
+    let fake = FakeHost::new();
+    let c = core(&fake);
+    let err = c.stage(stage_req("gone", rw()), soon()).await.unwrap_err();
+    assert!(
+        matches!(err, Error::Host(HostError::DeviceNotFound { .. })),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn publish_unpublish_cycle_is_idempotent() {
+    let fake = FakeHost::new();
+    fake.attach("v1", GIB, Content::Blank);
+    let c = core(&fake);
+    let err = c
+        .publish(publish_req("v1", rw(), false), soon())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::FailedPrecondition(_)),
+        "not staged: {err}"
+    );
+    c.stage(stage_req("v1", rw()), soon()).await.unwrap();
+    c.publish(publish_req("v1", rw(), false), soon())
+        .await
+        .unwrap();
+    c.publish(publish_req("v1", rw(), false), soon())
+        .await
+        .unwrap();
+    let t = PathBuf::from(target("v1"));
+    assert_eq!(fake.mount_depth(&t), 1);
+    // Same target, now asked read-only: incompatible (CSI: ALREADY_EXISTS).
+    let err = c
+        .publish(publish_req("v1", rw(), true), soon())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::AlreadyExists(_)), "{err}");
+    let unpub = || UnpublishRequest {
+        volume_id: "v1".into(),
+        target_path: target("v1"),
+    };
+    c.unpublish(unpub()).await.unwrap();
+    c.unpublish(unpub()).await.unwrap();
+    assert!(!fake.exists(&t));
+    let unstage = || UnstageRequest {
+        volume_id: "v1".into(),
+        staging_path: staging("v1"),
+    };
+    c.unstage(unstage()).await.unwrap();
+    c.unstage(unstage()).await.unwrap();
+    assert!(!fake.exists(Path::new(&staging("v1"))));
+    let calls = fake.calls();
+    let umount = calls
+        .iter()
+        .position(|c| c.starts_with(&format!("unmount {}", staging("v1"))))
+        .unwrap();
+    let flush = calls.iter().position(|c| c.starts_with("flush")).unwrap();
+    assert!(flush > umount, "flush after unmount: {calls:?}");
+}
+
+#[tokio::test]
+async fn read_only_publish_remounts_read_only() {
+    let fake = FakeHost::new();
+    fake.attach("v1", GIB, Content::Blank);
+    let c = core(&fake);
+    c.stage(stage_req("v1", rw()), soon()).await.unwrap();
+    c.publish(publish_req("v1", rw(), true), soon())
+        .await
+        .unwrap();
+    assert!(fake.is_read_only(Path::new(&target("v1"))));
+    c.publish(publish_req("v1", rw(), true), soon())
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn target_holding_another_volume_is_failed_precondition() {
+    let fake = FakeHost::new();
+    fake.attach("v1", GIB, Content::Blank);
+    fake.attach("v2", GIB, Content::Blank);
+    let c = core(&fake);
+    c.stage(stage_req("v1", rw()), soon()).await.unwrap();
+    c.stage(stage_req("v2", rw()), soon()).await.unwrap();
+    c.publish(publish_req("v1", rw(), false), soon())
+        .await
+        .unwrap();
+    let mut r = publish_req("v2", rw(), false);
+    r.target_path = target("v1");
+    let err = c.publish(r, soon()).await.unwrap_err();
+    assert!(matches!(err, Error::FailedPrecondition(_)), "{err}");
+}
+
+#[tokio::test]
+async fn block_publish_binds_the_device_onto_a_file() {
+    let fake = FakeHost::new();
+    let dev = fake.attach("b1", GIB, Content::Blank);
+    let c = core(&fake);
+    c.stage(stage_req("b1", block_cap()), soon()).await.unwrap();
+    c.publish(publish_req("b1", block_cap(), false), soon())
+        .await
+        .unwrap();
+    c.publish(publish_req("b1", block_cap(), false), soon())
+        .await
+        .unwrap();
+    assert!(fake
+        .calls()
+        .contains(&format!("bind {} {} ro=false", dev.display(), target("b1"))));
+    let st = c
+        .stats(StatsRequest {
+            volume_id: "b1".into(),
+            volume_path: target("b1"),
+        })
+        .await
+        .unwrap();
+    assert_eq!(st.usage, VolumeUsage::Block { total_bytes: GIB });
+    assert!(!st.condition.abnormal);
+    c.unpublish(UnpublishRequest {
+        volume_id: "b1".into(),
+        target_path: target("b1"),
+    })
+    .await
+    .unwrap();
+    assert!(!fake.exists(Path::new(&target("b1"))));
+    assert_eq!(formats(&fake), 0, "block volumes are never formatted");
+}
+
+#[tokio::test]
+async fn broken_mount_is_cleaned_up_lazily_as_last_resort() {
+    let fake = FakeHost::new();
+    fake.attach("v1", GIB, Content::Blank);
+    let c = core(&fake);
+    c.stage(stage_req("v1", rw()), soon()).await.unwrap();
+    c.publish(publish_req("v1", rw(), false), soon())
+        .await
+        .unwrap();
+    let t = PathBuf::from(target("v1"));
+    fake.break_mount(&t, libc_errno::EIO);
+    let st = c
+        .stats(StatsRequest {
+            volume_id: "v1".into(),
+            volume_path: target("v1"),
+        })
+        .await
+        .unwrap();
+    assert!(st.condition.abnormal, "{st:?}");
+    fake.fail_next("unmount", libc_errno::EIO);
+    c.unpublish(UnpublishRequest {
+        volume_id: "v1".into(),
+        target_path: target("v1"),
+    })
+    .await
+    .unwrap();
+    assert!(fake
+        .calls()
+        .contains(&format!("unmount {} lazy=true", t.display())));
+    assert!(!fake.exists(&t));
+}
+
+#[tokio::test]
+async fn busy_unmount_is_not_forced() {
+    let fake = FakeHost::new();
+    fake.attach("v1", GIB, Content::Blank);
+    let c = core(&fake);
+    c.stage(stage_req("v1", rw()), soon()).await.unwrap();
+    fake.fail_next("unmount", libc_errno::EBUSY);
+    let err = c
+        .unstage(UnstageRequest {
+            volume_id: "v1".into(),
+            staging_path: staging("v1"),
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Host(HostError::Busy { .. })), "{err}");
+    assert_eq!(fake.mount_depth(Path::new(&staging("v1"))), 1);
+    assert!(!fake.calls().iter().any(|c| c.contains("lazy=true")));
+}
+
+#[tokio::test]
+async fn second_operation_on_a_busy_volume_is_aborted() {
+    let fake = FakeHost::new();
+    fake.attach("v1", GIB, Content::Blank);
+    let c = core(&fake);
+    let guard = c.inflight.try_lock("v1").unwrap();
+    let err = c.stage(stage_req("v1", rw()), soon()).await.unwrap_err();
+    assert!(matches!(err, Error::Busy { .. }), "{err}");
+    drop(guard);
+    c.stage(stage_req("v1", rw()), soon()).await.unwrap();
+}
+
+#[tokio::test]
+async fn stats_report_usage_and_conditions() {
+    let fake = FakeHost::new();
+    fake.attach("v1", GIB, Content::Blank);
+    let c = core(&fake);
+    let req = || StatsRequest {
+        volume_id: "v1".into(),
+        volume_path: staging("v1"),
+    };
+    let err = c.stats(req()).await.unwrap_err();
+    assert!(matches!(err, Error::PathNotFound { .. }), "{err}");
+    c.stage(stage_req("v1", rw()), soon()).await.unwrap();
+    let st = c.stats(req()).await.unwrap();
+    assert!(!st.condition.abnormal);
+    assert!(matches!(st.usage, VolumeUsage::Filesystem(u) if u.total_bytes == GIB));
+    fake.state()
+        .read_only_after_errors
+        .insert(PathBuf::from(staging("v1")));
+    let st = c.stats(req()).await.unwrap();
+    assert!(
+        st.condition.abnormal && st.condition.message.contains("read-only"),
+        "{st:?}"
+    );
+    fake.state().read_only_after_errors.clear();
+    fake.detach("v1");
+    let st = c.stats(req()).await.unwrap();
+    assert!(
+        st.condition.abnormal && st.condition.message.contains("vanished"),
+        "{st:?}"
+    );
+}
+
+#[tokio::test]
+async fn expand_grows_online_and_reports_the_device_size() {
+    let fake = FakeHost::new();
+    fake.attach("v1", GIB, Content::Blank);
+    let c = core(&fake);
+    c.stage(
+        stage_req("v1", mount_cap(Some("xfs"), AccessMode::SingleNodeWriter)),
+        soon(),
+    )
+    .await
+    .unwrap();
+    fake.state().devices.get_mut("v1").unwrap().pending_size = Some(2 * GIB);
+    let req = |required| ExpandRequest {
+        volume_id: "v1".into(),
+        volume_path: staging("v1"),
+        capacity: CapacityRange {
+            required_bytes: required,
+            limit_bytes: 0,
+        },
+        capability: None,
+    };
+    let size = c.expand(req(2 * GIB), soon()).await.unwrap();
+    assert_eq!(size, 2 * GIB);
+    assert_eq!(
+        fake.content("v1"),
+        Content::Filesystem {
+            kind: FsKind::Xfs,
+            size_bytes: 2 * GIB
+        }
+    );
+    let err = c.expand(req(3 * GIB), soon()).await.unwrap_err();
+    assert!(matches!(err, Error::Unavailable(_)), "{err}");
+    let err = c
+        .expand(
+            ExpandRequest {
+                volume_path: format!("{KUBELET}/nope"),
+                ..req(0)
+            },
+            soon(),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::PathNotFound { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn ext4_online_grow_refusal_is_reported() {
+    let fake = FakeHost::new();
+    fake.attach("v1", GIB, Content::Blank);
+    fake.state().deny_online_ext_grow = true;
+    let c = core(&fake);
+    c.stage(stage_req("v1", rw()), soon()).await.unwrap();
+    fake.state().devices.get_mut("v1").unwrap().pending_size = Some(2 * GIB);
+    let err = c
+        .expand(
+            ExpandRequest {
+                volume_id: "v1".into(),
+                volume_path: staging("v1"),
+                capacity: CapacityRange::default(),
+                capability: None,
+            },
+            soon(),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Host(HostError::NotPermitted { .. })),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn resize_required_grows_ext_offline_and_xfs_online() {
+    let fake = FakeHost::new();
+    let fs = |kind| Content::Filesystem {
+        kind,
+        size_bytes: GIB,
+    };
+    fake.attach("e", 2 * GIB, fs(FsKind::Ext4));
+    fake.attach("x", 2 * GIB, fs(FsKind::Xfs));
+    let c = core(&fake);
+    for (id, f) in [("e", "ext4"), ("x", "xfs")] {
+        let mut r = stage_req(id, mount_cap(Some(f), AccessMode::SingleNodeWriter));
+        r.volume_context
+            .insert(params::RESIZE_REQUIRED.into(), "true".into());
+        c.stage(r, soon()).await.unwrap();
+    }
+    let calls = fake.calls();
+    let grow_e = calls
+        .iter()
+        .position(|c| c.starts_with("grow_offline /dev/fake0"));
+    let mount_e = calls.iter().position(|c| c.starts_with("mount /dev/fake0"));
+    assert!(grow_e.unwrap() < mount_e.unwrap(), "{calls:?}");
+    let grow_x = calls
+        .iter()
+        .position(|c| c.starts_with("grow_online /dev/fake1"));
+    let mount_x = calls.iter().position(|c| c.starts_with("mount /dev/fake1"));
+    assert!(grow_x.unwrap() > mount_x.unwrap(), "{calls:?}");
+}
+
+#[tokio::test]
+async fn info_is_cached_and_topology_sanitised() {
+    let fake = FakeHost::new();
+    let md = Arc::new(CountingMetadata {
+        calls: AtomicUsize::new(0),
+        zone: Some("zone one/α".into()),
+    });
+    let c = core_with(&fake, md.clone());
+    let a = c.info().await.unwrap();
+    let b = c.info().await.unwrap();
+    assert_eq!(a, b);
+    assert_eq!(md.calls.load(Ordering::SeqCst), 1);
+    assert_eq!(a.node_id, "node-uuid");
+    assert_eq!(a.max_volumes_per_node, 256);
+    let topo = a.topology.unwrap();
+    assert_eq!(
+        topo.get(crate::driver::types::ZONE_TOPOLOGY_KEY).unwrap(),
+        "zone-one"
+    );
+    assert_eq!(topo.get("topology.kubernetes.io/region").unwrap(), "r1");
+}
+
+#[test]
+fn label_values_are_sanitised() {
+    assert_eq!(sanitize_label_value("nova"), "nova");
+    assert_eq!(sanitize_label_value("-az_1.-"), "az_1");
+    assert_eq!(sanitize_label_value("a b"), "a-b");
+    assert_eq!(sanitize_label_value(&"x".repeat(80)).len(), 63);
+    assert_eq!(sanitize_label_value("___"), "");
+    let long = format!("{}-{}", "a".repeat(62), "b");
+    assert_eq!(sanitize_label_value(&long), "a".repeat(62));
+}
+
+#[tokio::test]
+async fn readiness_needs_the_default_fs_tools() {
+    use crate::driver::probe::Readiness;
+    let fake = FakeHost::new();
+    let c = core(&fake);
+    let r = NodeReadiness { core: c };
+    r.check().await.unwrap();
+    fake.state().missing_tools = vec!["mkfs.ext4".into()];
+    let not = r.check().await.unwrap_err();
+    assert!(
+        !not.transient && not.reason.contains("mkfs.ext4"),
+        "{not:?}"
+    );
+}

@@ -1,0 +1,127 @@
+//! The Linux adapter of the host port: mount(2)/umount2(2) (nix), statx (rustix), superblock
+//! probing by pread, block ioctls, and the filesystem tools as processes.
+
+pub mod devices;
+pub mod mountinfo;
+pub mod mounts;
+pub mod probe;
+pub mod tools;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::{
+    Content, DevId, Devices, Filesystems, FormatOptions, FsKind, Host, HostError, HostResult,
+    MountSpec, Mounter, PathState, Usage,
+};
+
+/// The real machine. `by_id_dir` is where disks appear by serial (`/dev/disk/by-id`; the
+/// local backend and tests use their own directory).
+pub struct LinuxHost {
+    by_id_dir: PathBuf,
+}
+
+impl LinuxHost {
+    pub fn new(by_id_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            by_id_dir: by_id_dir.into(),
+        }
+    }
+
+    /// The three roles backed by one `LinuxHost`.
+    pub fn host(by_id_dir: impl Into<PathBuf>) -> Host {
+        let h = Arc::new(Self::new(by_id_dir));
+        Host {
+            mounter: h.clone(),
+            devices: h.clone(),
+            filesystems: h,
+        }
+    }
+}
+
+impl Mounter for LinuxHost {
+    fn inspect(&self, path: &Path) -> HostResult<PathState> {
+        mounts::inspect(path)
+    }
+    fn mount(&self, device: &Path, target: &Path, spec: &MountSpec) -> HostResult<()> {
+        mounts::mount(device, target, spec)
+    }
+    fn bind(&self, source: &Path, target: &Path, read_only: bool) -> HostResult<()> {
+        mounts::bind(source, target, read_only)
+    }
+    fn unmount(&self, target: &Path, lazy: bool) -> HostResult<()> {
+        mounts::unmount(target, lazy)
+    }
+    fn mounted_device(&self, path: &Path) -> HostResult<Option<PathBuf>> {
+        mounts::mounted_device(path)
+    }
+    fn read_only_after_errors(&self, path: &Path) -> HostResult<bool> {
+        mounts::read_only_after_errors(path)
+    }
+    fn create_dir(&self, path: &Path) -> HostResult<()> {
+        mounts::create_dir(path)
+    }
+    fn create_file(&self, path: &Path) -> HostResult<()> {
+        mounts::create_file(path)
+    }
+    fn remove(&self, path: &Path) -> HostResult<()> {
+        mounts::remove(path)
+    }
+}
+
+impl Devices for LinuxHost {
+    fn find(&self, volume_id: &str, deadline: Instant) -> HostResult<PathBuf> {
+        devices::find(&self.by_id_dir, volume_id, deadline)
+    }
+    fn size(&self, device: &Path) -> HostResult<u64> {
+        devices::size(device)
+    }
+    fn rescan(&self, device: &Path) -> HostResult<()> {
+        devices::rescan(device)
+    }
+    fn flush(&self, device: &Path) -> HostResult<()> {
+        devices::flush(device)
+    }
+    fn exists(&self, id: DevId) -> bool {
+        devices::exists(id)
+    }
+    fn by_id_dir(&self) -> &Path {
+        &self.by_id_dir
+    }
+}
+
+impl Filesystems for LinuxHost {
+    fn probe(&self, device: &Path) -> HostResult<Content> {
+        probe::probe(device, devices::size(device)?)
+    }
+    fn format(&self, device: &Path, fs: FsKind, opts: &FormatOptions) -> HostResult<()> {
+        tools::format(device, fs, opts)
+    }
+    fn grow_offline(&self, device: &Path, fs: FsKind) -> HostResult<()> {
+        tools::grow_offline(device, fs)
+    }
+    fn grow_online(&self, device: &Path, mount_point: &Path, fs: FsKind) -> HostResult<()> {
+        tools::grow_online(device, mount_point, fs)
+    }
+    fn usage(&self, path: &Path) -> HostResult<Usage> {
+        let s = nix::sys::statvfs::statvfs(path).map_err(|e| {
+            HostError::io("statvfs", path, std::io::Error::from_raw_os_error(e as i32))
+        })?;
+        let frsize = s.fragment_size();
+        let total = s.blocks().saturating_mul(frsize);
+        let free = s.blocks_free().saturating_mul(frsize);
+        Ok(Usage {
+            total_bytes: total,
+            available_bytes: s.blocks_available().saturating_mul(frsize),
+            used_bytes: total.saturating_sub(free),
+            total_inodes: s.files(),
+            free_inodes: s.files_free(),
+            used_inodes: s.files().saturating_sub(s.files_free()),
+            read_only: s.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY),
+        })
+    }
+    fn missing_tools(&self, fs: FsKind) -> Vec<String> {
+        tools::missing(fs)
+    }
+}

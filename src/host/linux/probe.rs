@@ -1,0 +1,263 @@
+//! Is the device blank? Superblock magic read with one pread of the head (~50 µs instead of
+//! ~3 ms for an exec of blkid). Only when no signature is found do we look further: a device
+//! is blank only if its first and last MiB and 64 samples spread over it read as zeroes. So
+//! an unknown filesystem, or raw data written through a block volume, is never formatted
+//! over; the extra reads happen only before a format, which costs milliseconds anyway.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use crate::host::{Content, FsKind, HostError, HostResult};
+
+/// Bytes read from the start for signatures: covers MBR/GPT, LUKS, LVM2, swap, ext*, xfs,
+/// iso9660 and the btrfs superblock at 64 KiB.
+pub const HEAD: usize = 128 * 1024;
+/// Bytes at each end that must be zero for a blank device (md 0.90/1.0, DDF and the backup
+/// GPT live at the end).
+pub const EDGE: u64 = 1024 * 1024;
+/// 4 KiB samples spread over the rest of the device.
+pub const SAMPLES: u64 = 64;
+const SAMPLE: usize = 4096;
+
+pub fn probe(device: &Path, size: u64) -> HostResult<Content> {
+    let file = File::open(device).map_err(|e| HostError::io("open", device, e))?;
+    let read = |buf: &mut [u8], off: u64| {
+        file.read_exact_at(buf, off)
+            .map_err(|e| HostError::io("read", device, e))
+    };
+    let head_len = HEAD.min(size as usize);
+    let mut buf = vec![0u8; head_len];
+    read(&mut buf, 0)?;
+    if let Some(found) = identify(&buf) {
+        return Ok(found);
+    }
+    let zero = |b: &[u8]| b.iter().all(|&x| x == 0);
+    if !zero(&buf) {
+        return Ok(Content::Unrecognised);
+    }
+    // Regions still to check: the rest of the first MiB, the last MiB, and the samples.
+    let mut regions: Vec<(u64, u64)> = vec![
+        (head_len as u64, EDGE.min(size)),
+        (size.saturating_sub(EDGE).max(head_len as u64), size),
+    ];
+    let step = size / SAMPLES;
+    if step >= SAMPLE as u64 {
+        regions.extend((1..SAMPLES).map(|i| (i * step, i * step + SAMPLE as u64)));
+    }
+    for (mut off, end) in regions {
+        while off < end {
+            let n = ((end - off) as usize).min(buf.len());
+            read(&mut buf[..n], off)?;
+            if !zero(&buf[..n]) {
+                return Ok(Content::Unrecognised);
+            }
+            off += n as u64;
+        }
+    }
+    Ok(Content::Blank)
+}
+
+fn at(buf: &[u8], off: usize, magic: &[u8]) -> bool {
+    buf.get(off..off + magic.len()) == Some(magic)
+}
+
+fn le32(buf: &[u8], off: usize) -> u64 {
+    buf.get(off..off + 4).map_or(0, |b| {
+        u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    })
+}
+
+fn le64(buf: &[u8], off: usize) -> u64 {
+    buf.get(off..off + 8)
+        .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+}
+
+fn be32(buf: &[u8], off: usize) -> u64 {
+    buf.get(off..off + 4).map_or(0, |b| {
+        u64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    })
+}
+
+fn be64(buf: &[u8], off: usize) -> u64 {
+    buf.get(off..off + 8)
+        .map_or(0, |b| u64::from_be_bytes(b.try_into().unwrap_or([0; 8])))
+}
+
+/// The first known signature in `head`. Filesystems are checked before the MBR boot
+/// signature, which boot sectors of some filesystems also carry.
+pub fn identify(head: &[u8]) -> Option<Content> {
+    if let Some(ext) = ext(head) {
+        return Some(ext);
+    }
+    if at(head, 0, b"XFSB") {
+        let size = be32(head, 4).saturating_mul(be64(head, 8));
+        return Some(Content::Filesystem {
+            kind: FsKind::Xfs,
+            size_bytes: size,
+        });
+    }
+    const BTRFS: usize = 64 * 1024;
+    if at(head, BTRFS + 0x40, b"_BHRfS_M") {
+        return Some(Content::Filesystem {
+            kind: FsKind::Btrfs,
+            size_bytes: le64(head, BTRFS + 0x70),
+        });
+    }
+    if at(head, 0, b"LUKS\xba\xbe") || at(head, 0, b"SKUL\xba\xbe") {
+        return Some(Content::Other("crypto_LUKS"));
+    }
+    for page in [4096usize, 8192, 16384, 65536] {
+        if at(head, page - 10, b"SWAPSPACE2") || at(head, page - 10, b"SWAP-SPACE") {
+            return Some(Content::Other("swap"));
+        }
+    }
+    if (0..4).any(|s| at(head, s * 512, b"LABELONE")) {
+        return Some(Content::Other("LVM2_member"));
+    }
+    if at(head, 0, &0xa92b_4efc_u32.to_le_bytes()) || at(head, 4096, &0xa92b_4efc_u32.to_le_bytes())
+    {
+        return Some(Content::Other("linux_raid_member"));
+    }
+    if at(head, 32769, b"CD001") {
+        return Some(Content::Other("iso9660"));
+    }
+    if at(head, 3, b"NTFS    ") {
+        return Some(Content::Other("ntfs"));
+    }
+    if at(head, 54, b"FAT1") || at(head, 82, b"FAT32   ") {
+        return Some(Content::Other("vfat"));
+    }
+    if at(head, 512, b"EFI PART") || at(head, 4096, b"EFI PART") {
+        return Some(Content::PartitionTable("gpt"));
+    }
+    if at(head, 510, &[0x55, 0xaa]) {
+        return Some(Content::PartitionTable("dos"));
+    }
+    None
+}
+
+fn ext(head: &[u8]) -> Option<Content> {
+    const SB: usize = 1024;
+    if !at(head, SB + 0x38, &[0x53, 0xef]) {
+        return None;
+    }
+    let compat = le32(head, SB + 0x5c);
+    let incompat = le32(head, SB + 0x60);
+    let ro_compat = le32(head, SB + 0x64);
+    const INCOMPAT_JOURNAL_DEV: u64 = 0x8;
+    if incompat & INCOMPAT_JOURNAL_DEV != 0 {
+        return Some(Content::Other("jbd"));
+    }
+    // ext3 knows FILETYPE, RECOVER and META_BG (incompat) and SPARSE_SUPER, LARGE_FILE,
+    // BTREE_DIR (ro_compat); anything else (extents, 64bit, flex_bg, huge_file…) is ext4.
+    let kind = if incompat & !0x16 != 0 || ro_compat & !0x7 != 0 {
+        FsKind::Ext4
+    } else if compat & 0x4 != 0 {
+        FsKind::Ext3
+    } else {
+        FsKind::Ext2
+    };
+    const INCOMPAT_64BIT: u64 = 0x80;
+    let mut blocks = le32(head, SB + 0x4);
+    if incompat & INCOMPAT_64BIT != 0 {
+        blocks |= le32(head, SB + 0x150) << 32;
+    }
+    let log = le32(head, SB + 0x18).min(16);
+    Some(Content::Filesystem {
+        kind,
+        size_bytes: blocks.saturating_mul(1024 << log),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blank() -> Vec<u8> {
+        vec![0; HEAD]
+    }
+
+    #[test]
+    fn identifies_signatures() {
+        assert_eq!(identify(&blank()), None);
+        let mut b = blank();
+        b[510] = 0x55;
+        b[511] = 0xaa;
+        assert_eq!(identify(&b), Some(Content::PartitionTable("dos")));
+        b[512..520].copy_from_slice(b"EFI PART");
+        assert_eq!(identify(&b), Some(Content::PartitionTable("gpt")));
+
+        let mut b = blank();
+        b[0..4].copy_from_slice(b"XFSB");
+        b[4..8].copy_from_slice(&4096u32.to_be_bytes());
+        b[8..16].copy_from_slice(&1000u64.to_be_bytes());
+        assert_eq!(
+            identify(&b),
+            Some(Content::Filesystem {
+                kind: FsKind::Xfs,
+                size_bytes: 4096 * 1000
+            })
+        );
+
+        let mut b = blank();
+        b[4086..4096].copy_from_slice(b"SWAPSPACE2");
+        assert_eq!(identify(&b), Some(Content::Other("swap")));
+
+        let mut b = blank();
+        b[0..6].copy_from_slice(b"LUKS\xba\xbe");
+        assert_eq!(identify(&b), Some(Content::Other("crypto_LUKS")));
+    }
+
+    #[test]
+    fn blank_only_when_every_checked_region_is_zero() {
+        let dir = tempfile::tempdir().unwrap();
+        let size = 8 << 20;
+        let img = |at: Option<u64>| {
+            let p = dir.path().join(format!("img{}", at.unwrap_or(0)));
+            let f = File::create(&p).unwrap();
+            f.set_len(size).unwrap();
+            if let Some(off) = at {
+                f.write_all_at(b"x", off).unwrap();
+            }
+            probe(&p, size).unwrap()
+        };
+        assert_eq!(img(None), Content::Blank);
+        // Inside the head, the first MiB, a sample, the last MiB.
+        for off in [100, 600 << 10, 5 << 20, size - 10] {
+            assert_eq!(img(Some(off)), Content::Unrecognised, "byte at {off}");
+        }
+    }
+
+    #[test]
+    fn ext_flavours_and_size() {
+        let mut b = blank();
+        b[1024 + 0x38] = 0x53;
+        b[1024 + 0x39] = 0xef;
+        b[1024 + 4..1024 + 8].copy_from_slice(&262144u32.to_le_bytes());
+        b[1024 + 0x18] = 2; // 4 KiB blocks
+        assert_eq!(
+            identify(&b),
+            Some(Content::Filesystem {
+                kind: FsKind::Ext2,
+                size_bytes: 1 << 30
+            })
+        );
+        b[1024 + 0x5c] = 0x4; // has_journal
+        assert!(matches!(
+            identify(&b),
+            Some(Content::Filesystem {
+                kind: FsKind::Ext3,
+                ..
+            })
+        ));
+        b[1024 + 0x60] = 0x40; // extents
+        assert!(matches!(
+            identify(&b),
+            Some(Content::Filesystem {
+                kind: FsKind::Ext4,
+                ..
+            })
+        ));
+    }
+}

@@ -1,0 +1,194 @@
+//! RAII helpers for node tests on real block devices: loop devices over sparse files in a temp
+//! dir, and a node environment (driver process, kubelet dir, by-id links) that on drop stops
+//! the driver, unmounts whatever is still mounted below its temp dir and detaches only the loop
+//! devices it attached — also when the test panics.
+#![allow(dead_code)]
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common::Driver;
+
+/// Tests that need root fail loudly without it.
+pub fn require_root() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "this test needs root (loop devices and mount(2)); run the suite as root"
+    );
+}
+
+pub fn run(cmd: &str, args: &[&str]) -> String {
+    let out = Command::new(cmd)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{cmd}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd} {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A loop device over a sparse file; detached (by its own path) on drop.
+pub struct Loop {
+    pub file: PathBuf,
+    pub dev: PathBuf,
+}
+
+impl Loop {
+    pub fn new(file: PathBuf, size: u64) -> Loop {
+        let f = OpenOptions::new()
+            .create_new(true)
+            .write(true)
+            .open(&file)
+            .unwrap();
+        f.set_len(size).unwrap();
+        drop(f);
+        let dev = run("losetup", &["--find", "--show", file.to_str().unwrap()]);
+        Loop {
+            file,
+            dev: PathBuf::from(dev),
+        }
+    }
+
+    /// Grow the backing file and tell the loop driver (`losetup -c`).
+    pub fn grow(&self, size: u64) {
+        OpenOptions::new()
+            .write(true)
+            .open(&self.file)
+            .unwrap()
+            .set_len(size)
+            .unwrap();
+        run("losetup", &["-c", self.dev.to_str().unwrap()]);
+    }
+
+    /// Bytes of the backing file (what reached the "disk").
+    pub fn read_backing(&self, offset: u64, len: usize) -> Vec<u8> {
+        let f = std::fs::File::open(&self.file).unwrap();
+        let mut buf = vec![0; len];
+        f.read_exact_at(&mut buf, offset).unwrap();
+        buf
+    }
+
+    pub fn rdev(&self) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(&self.dev).unwrap().rdev()
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").arg("-d").arg(&self.dev).status();
+    }
+}
+
+/// Mount points at or below `root`, deepest last as in mountinfo order.
+pub fn mounts_below(root: &Path) -> Vec<PathBuf> {
+    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .map(|p| PathBuf::from(p.replace("\\040", " ")))
+        .filter(|p| p.starts_with(&root))
+        .collect()
+}
+
+pub fn is_mounted(path: &Path) -> bool {
+    let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    mounts_below(&path).iter().any(|p| p == &path)
+}
+
+/// One driver in node mode with its own kubelet dir, local dir and loop devices.
+pub struct NodeEnv {
+    pub driver: Option<Driver>,
+    pub loops: Vec<Loop>,
+    pub kubelet: PathBuf,
+    pub by_id: PathBuf,
+    pub root: Option<tempfile::TempDir>,
+}
+
+impl NodeEnv {
+    pub fn start() -> NodeEnv {
+        require_root();
+        let root = tempfile::Builder::new()
+            .prefix("cinder-node-test-")
+            .tempdir_in("/var/tmp")
+            .unwrap();
+        let kubelet = root.path().join("kubelet");
+        let local = root.path().join("local");
+        let by_id = local.join("by-id");
+        std::fs::create_dir_all(&kubelet).unwrap();
+        std::fs::create_dir_all(&by_id).unwrap();
+        let args = [
+            "--mode",
+            "node",
+            "--backend",
+            "local",
+            "--local-dir",
+            local.to_str().unwrap(),
+            "--node-id",
+            "n1",
+            "--kubelet-dir",
+            kubelet.to_str().unwrap(),
+        ];
+        let driver = Driver::start(&args);
+        NodeEnv {
+            driver: Some(driver),
+            loops: Vec::new(),
+            kubelet,
+            by_id,
+            root: Some(root),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        self.root.as_ref().unwrap().path()
+    }
+
+    pub fn driver(&self) -> &Driver {
+        self.driver.as_ref().unwrap()
+    }
+
+    /// A blank volume `id` of `size` bytes, linked as `virtio-<id[:20]>` like Nova does.
+    pub fn volume(&mut self, id: &str, size: u64) -> &Loop {
+        let l = Loop::new(self.root().join(format!("{id}.img")), size);
+        let short: String = id.chars().take(20).collect();
+        std::os::unix::fs::symlink(&l.dev, self.by_id.join(format!("virtio-{short}"))).unwrap();
+        self.loops.push(l);
+        self.loops.last().unwrap()
+    }
+
+    pub fn staging(&self, id: &str) -> PathBuf {
+        self.kubelet
+            .join("plugins/kubernetes.io/csi/cinder.csi.openstack.org")
+            .join(id)
+            .join("globalmount")
+    }
+
+    pub fn target(&self, id: &str) -> PathBuf {
+        self.kubelet
+            .join("pods/8d6c8a1e/volumes/kubernetes.io~csi")
+            .join(id)
+            .join("mount")
+    }
+}
+
+impl Drop for NodeEnv {
+    fn drop(&mut self) {
+        drop(self.driver.take());
+        if let Some(root) = &self.root {
+            // Deepest first; lazily only if a plain unmount fails (the test may have broken it).
+            for m in mounts_below(root.path()).into_iter().rev() {
+                if nix::mount::umount2(&m, nix::mount::MntFlags::empty()).is_err() {
+                    let _ = nix::mount::umount2(&m, nix::mount::MntFlags::MNT_DETACH);
+                }
+            }
+        }
+        self.loops.clear();
+        drop(self.root.take());
+    }
+}

@@ -1,0 +1,362 @@
+//! A driver in `all` mode on the local backend, in its own directory, for gRPC-level tests.
+//! On drop, also after a panic: the driver is killed, then every mount under the directory is
+//! detached, every loop device over a file in it unbound, and the directory removed. Nothing
+//! outside the directory is touched.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use cinder_csi::cloud::local::loopdev;
+use cinder_csi::csi::pb;
+use cinder_csi::ctl::Client;
+
+pub const NODE: &str = "rig-node";
+pub const GIB: i64 = 1 << 30;
+
+pub struct Rig {
+    pub dir: PathBuf,
+    child: Option<Child>,
+    _tmp: tempfile::TempDir,
+}
+
+impl Rig {
+    pub fn new() -> Self {
+        assert!(
+            nix::unistd::geteuid().is_root(),
+            "local backend gRPC tests need root (loop devices, mkfs, mount)"
+        );
+        let tmp = tempfile::Builder::new()
+            .prefix("cinder-csi-rig-")
+            .tempdir_in("/var/tmp")
+            .unwrap();
+        let dir = tmp.path().canonicalize().unwrap();
+        std::fs::create_dir_all(dir.join("kubelet")).unwrap();
+        Self {
+            dir,
+            child: None,
+            _tmp: tmp,
+        }
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("unix://{}", self.dir.join("csi.sock").display())
+    }
+
+    /// Start the driver and wait until it answers Probe.
+    pub async fn start(&mut self) -> Client {
+        assert!(self.child.is_none(), "already running");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("driver.log"))
+            .unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_cinder-csi"))
+            .args([
+                "serve",
+                "--mode",
+                "all",
+                "--backend",
+                "local",
+                "--node-id",
+                NODE,
+            ])
+            .arg("--local-dir")
+            .arg(self.dir.join("state"))
+            .arg("--kubelet-dir")
+            .arg(self.dir.join("kubelet"))
+            .args(["--endpoint", &self.endpoint()])
+            .env("CINDER_CSI_LOG_LEVEL", "cinder_csi=debug,info")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let until = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(c) = Client::connect(&self.endpoint(), Duration::from_secs(60)).await {
+                if c.identity().probe(c.req(pb::ProbeRequest {})).await.is_ok() {
+                    return c;
+                }
+            }
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("driver exited ({status}):\n{}", self.log());
+            }
+            assert!(Instant::now() < until, "driver not ready:\n{}", self.log());
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// kill -9: no shutdown code runs.
+    pub fn kill9(&mut self) {
+        let mut child = self.child.take().expect("running");
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    /// SIGTERM; returns whether it exited 0.
+    pub fn stop(&mut self) -> bool {
+        let mut child = self.child.take().expect("running");
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .unwrap();
+        child.wait().unwrap().success()
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("driver.log")).unwrap_or_default()
+    }
+
+    /// Mount points under the rig's directory.
+    pub fn mounts(&self) -> Vec<PathBuf> {
+        let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        text.lines()
+            .filter_map(|l| l.split(' ').nth(4))
+            .map(PathBuf::from)
+            .filter(|p| p.starts_with(&self.dir))
+            .collect()
+    }
+
+    /// Loop devices bound to files under the rig's directory.
+    pub fn loop_devices(&self) -> Vec<PathBuf> {
+        loopdev::bound_devices()
+            .unwrap()
+            .into_iter()
+            .filter(|b| b.backing_file.starts_with(&self.dir))
+            .map(|b| b.device.path())
+            .collect()
+    }
+
+    /// Volume and snapshot data files still in the state directory.
+    pub fn data_files(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for sub in ["volumes", "snapshots", "backups"] {
+            if let Ok(rd) = std::fs::read_dir(self.dir.join("state").join(sub)) {
+                out.extend(rd.flatten().map(|e| e.path()));
+            }
+        }
+        out.retain(|p| p.extension().is_some_and(|x| x == "img"));
+        out
+    }
+
+    pub fn staging(&self, vol: &str) -> PathBuf {
+        let p = self.dir.join(format!(
+            "kubelet/plugins/kubernetes.io/csi/cinder.csi.openstack.org/{vol}/globalmount"
+        ));
+        std::fs::create_dir_all(&p).unwrap();
+        p
+    }
+
+    pub fn target(&self, pod: &str, vol: &str) -> PathBuf {
+        let parent = self.dir.join(format!(
+            "kubelet/pods/{pod}/volumes/kubernetes.io~csi/pvc-{}",
+            &vol[..8]
+        ));
+        std::fs::create_dir_all(&parent).unwrap();
+        parent.join("mount")
+    }
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let mut mounts = self.mounts();
+        mounts.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+        for m in mounts {
+            let _ = nix::mount::umount2(&m, nix::mount::MntFlags::MNT_DETACH);
+        }
+        for b in loopdev::bound_devices().unwrap_or_default() {
+            if b.backing_file.starts_with(&self.dir) {
+                let _ = b.device.detach();
+            }
+        }
+    }
+}
+
+pub fn mount_cap(fs: &str) -> pb::VolumeCapability {
+    use pb::volume_capability::{access_mode::Mode, AccessMode, AccessType, MountVolume};
+    pb::VolumeCapability {
+        access_type: Some(AccessType::Mount(MountVolume {
+            fs_type: fs.into(),
+            mount_flags: vec![],
+            volume_mount_group: String::new(),
+        })),
+        access_mode: Some(AccessMode {
+            mode: Mode::SingleNodeWriter as i32,
+        }),
+    }
+}
+
+/// A volume as kubelet holds it once published into a pod.
+pub struct InPod {
+    pub id: String,
+    pub context: HashMap<String, String>,
+    pub publish_context: HashMap<String, String>,
+    pub staging: PathBuf,
+    pub target: PathBuf,
+}
+
+pub async fn create(
+    c: &Client,
+    name: &str,
+    bytes: i64,
+    fs: &str,
+    source: Option<pb::volume_content_source::Type>,
+) -> pb::Volume {
+    let req = pb::CreateVolumeRequest {
+        name: name.into(),
+        capacity_range: Some(pb::CapacityRange {
+            required_bytes: bytes,
+            limit_bytes: 0,
+        }),
+        volume_capabilities: vec![mount_cap(fs)],
+        volume_content_source: source.map(|t| pb::VolumeContentSource { r#type: Some(t) }),
+        ..Default::default()
+    };
+    c.controller()
+        .create_volume(c.req(req))
+        .await
+        .unwrap()
+        .into_inner()
+        .volume
+        .unwrap()
+}
+
+/// ControllerPublish + NodeStage + NodePublish, as kubelet does.
+pub async fn attach_and_mount(rig: &Rig, c: &Client, v: &pb::Volume, fs: &str, pod: &str) -> InPod {
+    let publish_context = c
+        .controller()
+        .controller_publish_volume(c.req(pb::ControllerPublishVolumeRequest {
+            volume_id: v.volume_id.clone(),
+            node_id: NODE.into(),
+            volume_capability: Some(mount_cap(fs)),
+            volume_context: v.volume_context.clone(),
+            ..Default::default()
+        }))
+        .await
+        .unwrap()
+        .into_inner()
+        .publish_context;
+    let staging = rig.staging(&v.volume_id);
+    let target = rig.target(pod, &v.volume_id);
+    let p = InPod {
+        id: v.volume_id.clone(),
+        context: v.volume_context.clone(),
+        publish_context,
+        staging,
+        target,
+    };
+    stage_and_publish(c, &p, fs).await;
+    p
+}
+
+pub async fn stage_and_publish(c: &Client, p: &InPod, fs: &str) {
+    c.node()
+        .node_stage_volume(c.req(pb::NodeStageVolumeRequest {
+            volume_id: p.id.clone(),
+            publish_context: p.publish_context.clone(),
+            staging_target_path: p.staging.display().to_string(),
+            volume_capability: Some(mount_cap(fs)),
+            volume_context: p.context.clone(),
+            ..Default::default()
+        }))
+        .await
+        .unwrap();
+    c.node()
+        .node_publish_volume(c.req(pb::NodePublishVolumeRequest {
+            volume_id: p.id.clone(),
+            publish_context: p.publish_context.clone(),
+            staging_target_path: p.staging.display().to_string(),
+            target_path: p.target.display().to_string(),
+            volume_capability: Some(mount_cap(fs)),
+            volume_context: p.context.clone(),
+            ..Default::default()
+        }))
+        .await
+        .unwrap();
+}
+
+/// NodeUnpublish + NodeUnstage + ControllerUnpublish.
+pub async fn unmount_and_detach(c: &Client, p: &InPod) {
+    c.node()
+        .node_unpublish_volume(c.req(pb::NodeUnpublishVolumeRequest {
+            volume_id: p.id.clone(),
+            target_path: p.target.display().to_string(),
+        }))
+        .await
+        .unwrap();
+    c.node()
+        .node_unstage_volume(c.req(pb::NodeUnstageVolumeRequest {
+            volume_id: p.id.clone(),
+            staging_target_path: p.staging.display().to_string(),
+        }))
+        .await
+        .unwrap();
+    c.controller()
+        .controller_unpublish_volume(c.req(pb::ControllerUnpublishVolumeRequest {
+            volume_id: p.id.clone(),
+            node_id: NODE.into(),
+            ..Default::default()
+        }))
+        .await
+        .unwrap();
+}
+
+pub async fn delete(c: &Client, id: &str) {
+    c.controller()
+        .delete_volume(c.req(pb::DeleteVolumeRequest {
+            volume_id: id.into(),
+            ..Default::default()
+        }))
+        .await
+        .unwrap();
+}
+
+/// Filesystem size as NodeGetVolumeStats reports it.
+pub async fn fs_bytes(c: &Client, p: &InPod) -> i64 {
+    let stats = c
+        .node()
+        .node_get_volume_stats(c.req(pb::NodeGetVolumeStatsRequest {
+            volume_id: p.id.clone(),
+            volume_path: p.target.display().to_string(),
+            staging_target_path: p.staging.display().to_string(),
+        }))
+        .await
+        .unwrap()
+        .into_inner();
+    stats
+        .usage
+        .iter()
+        .find(|u| u.unit == pb::volume_usage::Unit::Bytes as i32)
+        .unwrap()
+        .total
+}
+
+/// A deterministic, incompressible-looking pattern of `len` bytes.
+pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+/// Write `data` to `path` and make it durable (what a careful application does).
+pub fn write_durable(path: &Path, data: &[u8]) {
+    let f = std::fs::File::create(path).unwrap();
+    f.write_all_at(data, 0).unwrap();
+    f.sync_all().unwrap();
+}
