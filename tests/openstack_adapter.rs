@@ -477,6 +477,62 @@ async fn a_real_401_costs_one_reauth_and_one_retry() {
     assert_eq!(d.get(Op::VolumeList).errors, 1);
 }
 
+/// Renewal before expiry, with Keystone's real token times: an application credential that
+/// expires in 40 s makes Keystone issue tokens that expire with it, so the adapter must renew
+/// at 32 s (a fifth of the lifetime early) and no request may meet a 401.
+#[tokio::test]
+async fn tokens_are_renewed_before_they_expire() {
+    let Some(cloud) = Cloud::from_env("tokens_are_renewed_before_they_expire") else {
+        return;
+    };
+    let _serial = serial().await;
+    let trash = Trash::new(&cloud);
+    let project = cloud.var("OSTACK_PROJECT_ID").to_string();
+    let (user_id, name, password) = throwaway_user(&trash, Some(&project));
+    let (token, _) = keystone_token(&cloud, &name, &password, cloud.var("OS_PROJECT_NAME")).await;
+    let lifetime = chrono::TimeDelta::seconds(40);
+    let expires = (chrono::Utc::now() + lifetime)
+        .format("%Y-%m-%dT%H:%M:%S")
+        .to_string();
+    let cred: Value = reqwest::Client::new()
+        .post(format!(
+            "{}/users/{user_id}/application_credentials",
+            cloud.var("OS_AUTH_URL").trim_end_matches('/')
+        ))
+        .header("X-Auth-Token", &token)
+        .json(&json!({"application_credential": {"name": unique("short"), "expires_at": expires}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mut o = options_from(&cloud, "OSTACK_CLOUD_CONF");
+    o.auth = cinder_csi::cloud::openstack::AuthOptions {
+        application_credential_id: cred["application_credential"]["id"]
+            .as_str()
+            .map(String::from),
+        application_credential_secret: cred["application_credential"]["secret"]
+            .as_str()
+            .map(Secret::new),
+        ..Default::default()
+    };
+    let (os, m) = adapter(&o).await;
+    let started = Instant::now();
+    os.check().await.unwrap();
+    os.check().await.unwrap();
+    assert_eq!(m.snapshot().get(Op::KeystoneToken).requests, 1, "reused");
+    tokio::time::sleep_until(started + Duration::from_secs(34)).await;
+    os.check().await.expect("renewed before expiry");
+    let s = m.snapshot();
+    assert_eq!(s.get(Op::KeystoneToken).requests, 2, "renewed once");
+    assert_eq!(
+        s.get(Op::VolumeList).errors,
+        0,
+        "no request met an expired token"
+    );
+}
+
 #[tokio::test]
 async fn microversions_are_negotiated_and_their_limits_explained() {
     let Some(cloud) = Cloud::from_env("microversions_are_negotiated_and_their_limits_explained")
