@@ -6,16 +6,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use reqwest::header::HeaderMap;
-use reqwest::{Certificate, Identity};
+use reqwest::{Certificate, Identity, Method};
 use serde::de::DeserializeOwned;
 
 use super::errors::{request_id, ApiError};
 use super::metrics::{ApiMetrics, Op};
 use super::options::{OpenStackOptions, ProxyOptions, TlsOptions};
 
-/// Pooled connections idle longer than this are dropped before the server (uWSGI, haproxy)
-/// times them out under us.
-const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Pooled connections idle longer than this are dropped, below common server keep-alive
+/// timeouts (uWSGI 4 s, Apache 5 s), so we rarely write into a connection being closed.
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(3);
 const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
 
 pub fn user_agent() -> String {
@@ -152,19 +152,46 @@ impl Http {
         req: reqwest::RequestBuilder,
         also_ok: &[u16],
     ) -> Result<Answer, ApiError> {
+        let req = req
+            .build()
+            .map_err(|e| ApiError::bad_answer(op.name(), format!("building the request: {e}")))?;
+        // A server may close an idle keep-alive connection just as we reuse it ("connection
+        // closed before message completed"). Like Go's transport (upstream's), resend once
+        // when that happens to a request that is safe to repeat (GET, HEAD).
+        let replay = matches!(*req.method(), Method::GET | Method::HEAD)
+            .then(|| req.try_clone())
+            .flatten();
+        match self.attempt(op, req, also_ok).await {
+            Err((e, true)) if replay.is_some() => {
+                tracing::debug!(op = op.name(), error = %e, "resending a safe request once");
+                let again = replay.expect("checked");
+                self.attempt(op, again, also_ok).await.map_err(|(e, _)| e)
+            }
+            other => other.map_err(|(e, _)| e),
+        }
+    }
+
+    /// One send; on failure, whether the connection broke without an answer (worth a resend
+    /// of a safe request), as opposed to an HTTP error or a timeout.
+    async fn attempt(
+        &self,
+        op: Op,
+        req: reqwest::Request,
+        also_ok: &[u16],
+    ) -> Result<Answer, (ApiError, bool)> {
         let started = Instant::now();
         let result = async {
-            let resp = req
-                .send()
-                .await
-                .map_err(|e| ApiError::transport(op.name(), &e))?;
+            let resp = self.client.execute(req).await.map_err(|e| {
+                let broken = !e.is_timeout() && (e.is_request() || e.is_connect());
+                (ApiError::transport(op.name(), &e), broken)
+            })?;
             let status = resp.status();
             let headers = resp.headers().clone();
             let body = resp
                 .bytes()
                 .await
-                .map_err(|e| ApiError::transport(op.name(), &e))?;
-            Ok::<_, ApiError>((status, headers, body))
+                .map_err(|e| (ApiError::transport(op.name(), &e), false))?;
+            Ok::<_, (ApiError, bool)>((status, headers, body))
         }
         .await;
         let latency = started.elapsed();
@@ -185,13 +212,13 @@ impl Http {
                         body: body.to_vec(),
                     })
                 } else {
-                    Err(ApiError::from_response(status, &headers, &body))
+                    Err((ApiError::from_response(status, &headers, &body), false))
                 }
             }
-            Err(e) => {
+            Err((e, broken)) => {
                 self.metrics.record(op, latency, true);
                 tracing::debug!(op = op.name(), latency_ms = latency.as_millis() as u64, error = %e, "openstack request failed");
-                Err(e)
+                Err((e, broken))
             }
         }
     }
@@ -203,6 +230,7 @@ mod tls_tests;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cloud::openstack::metrics::ApiMetrics;
     use std::path::PathBuf;
 
     fn opts(tls: TlsOptions) -> OpenStackOptions {
@@ -296,6 +324,59 @@ mod tests {
             .await
             .unwrap_err()
             .starts_with("HTTP_PROXY"));
+    }
+
+    /// A server that drops the first connection after reading the request (as a keep-alive
+    /// timeout racing our write does) and answers the second.
+    async fn flaky_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let seen = std::sync::Arc::new(AtomicUsize::new(0));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/v3/volumes", listener.local_addr().unwrap());
+        let n = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                let mut buf = vec![0u8; 4096];
+                let _ = s.read(&mut buf).await;
+                if n.fetch_add(1, Ordering::SeqCst) % 2 == 0 {
+                    drop(s);
+                    continue;
+                }
+                let _ = s
+                    .write_all(
+                        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}",
+                    )
+                    .await;
+            }
+        });
+        (url, seen)
+    }
+
+    #[tokio::test]
+    async fn safe_requests_are_resent_once_after_a_broken_connection() {
+        use std::sync::atomic::Ordering;
+        let (url, seen) = flaky_server().await;
+        let http = Http {
+            client: build_client(&opts(TlsOptions::default())).await.unwrap(),
+            metrics: std::sync::Arc::new(ApiMetrics::new()),
+        };
+        http.execute(Op::VolumeGet, http.client.get(&url), &[])
+            .await
+            .expect("resent once");
+        assert_eq!(seen.load(Ordering::SeqCst), 2);
+        let m = http.metrics.snapshot();
+        assert_eq!(
+            (m.get(Op::VolumeGet).requests, m.get(Op::VolumeGet).errors),
+            (2, 1)
+        );
+        // A POST is not repeated: it may have been acted on.
+        let err = http
+            .execute(Op::VolumeCreate, http.client.post(&url), &[])
+            .await
+            .unwrap_err();
+        assert!(err.status.is_none(), "{err}");
+        assert_eq!(seen.load(Ordering::SeqCst), 3);
     }
 
     #[tokio::test]
