@@ -339,7 +339,7 @@ mod tests {
             while let Ok((mut s, _)) = listener.accept().await {
                 let mut buf = vec![0u8; 4096];
                 let _ = s.read(&mut buf).await;
-                if n.fetch_add(1, Ordering::SeqCst) % 2 == 0 {
+                if n.fetch_add(1, Ordering::SeqCst).is_multiple_of(2) {
                     drop(s);
                     continue;
                 }
