@@ -24,7 +24,7 @@ use crate::driver::probe::{CloudReadiness, Readiness};
 use crate::host::linux::LinuxHost;
 use crate::metadata::{self, Metadata};
 use crate::metrics::Metrics;
-use crate::server::{self, Endpoint, Listener, RpcSpanLayer};
+use crate::server::{self, Endpoint, Listener, RpcSpanLayer, RpcTracker};
 
 /// Startup failures. `Config` exits with status 64 (EX_USAGE) before anything binds.
 #[derive(Debug, thiserror::Error)]
@@ -351,8 +351,9 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
             .map_err(AppError::Runtime)?;
         tracing::info!(address = %bound, "serving /metrics and /healthz");
     }
+    let rpcs = RpcTracker::new();
     let router = Server::builder()
-        .layer(RpcSpanLayer::new(metrics))
+        .layer(RpcSpanLayer::new(metrics, rpcs.clone()))
         .add_service(IdentityServer::new(identity))
         .add_optional_service(controller)
         .add_optional_service(node_service);
@@ -361,6 +362,7 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
         listener,
         server::shutdown_signal(),
         Duration::from_secs(args.shutdown_grace),
+        rpcs,
     )
     .await
     .map_err(AppError::Runtime)

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -89,6 +90,7 @@ pub async fn serve<L>(
     listener: Listener,
     shutdown: impl Future<Output = ()> + Send + 'static,
     grace: Duration,
+    rpcs: Arc<RpcTracker>,
 ) -> Result<(), String>
 where
     L: Layer<tonic::service::Routes> + Send + 'static,
@@ -135,14 +137,101 @@ where
     // The socket goes first so nothing new can connect while in-flight RPCs drain.
     remove_socket(socket.as_deref());
     let _ = signal_tx.send(());
-    match tokio::time::timeout(grace, &mut server).await {
-        Ok(_) => tracing::info!("all RPCs finished; stopped"),
-        Err(_) => {
-            tracing::warn!("in-flight RPCs did not finish within the grace period; aborting them");
-            server.abort();
+    // The server future ends only when every client has closed its connection, and sidecars
+    // keep theirs open; so the drain ends when no RPC is in flight any more.
+    let drained = async {
+        tokio::select! {
+            _ = &mut server => {}
+            _ = rpcs.drained() => {}
+        }
+    };
+    match tokio::time::timeout(grace, drained).await {
+        Ok(()) => {
+            // Last responses may still sit in connection buffers: give open connections a
+            // moment to flush and close before cutting them.
+            let _ = tokio::time::timeout(FLUSH_WINDOW, &mut server).await;
+            tracing::info!("all RPCs finished; stopped")
+        }
+        Err(_) => tracing::warn!(
+            in_flight = rpcs.in_flight(),
+            "in-flight RPCs did not finish within the grace period; aborting them"
+        ),
+    }
+    server.abort();
+    Ok(())
+}
+
+/// After the last RPC's response body ended: time for connections to flush and close.
+const FLUSH_WINDOW: Duration = Duration::from_millis(300);
+
+/// Counts RPCs in flight so shutdown knows when the drain is over.
+#[derive(Default)]
+pub struct RpcTracker {
+    count: AtomicUsize,
+    idle: tokio::sync::Notify,
+}
+
+impl RpcTracker {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.count.load(Ordering::SeqCst)
+    }
+
+    fn enter(self: &Arc<Self>) -> RpcGuard {
+        self.count.fetch_add(1, Ordering::SeqCst);
+        RpcGuard(self.clone())
+    }
+
+    /// Resolves once no RPC is in flight (at once if none is).
+    async fn drained(&self) {
+        loop {
+            let idle = self.idle.notified();
+            if self.in_flight() == 0 {
+                return;
+            }
+            idle.await;
         }
     }
-    Ok(())
+}
+
+/// Dropped when an RPC's response body is done or dropped (also on cancellation).
+struct RpcGuard(Arc<RpcTracker>);
+
+/// A response body that holds its RPC's guard until the body ends.
+struct GuardedBody {
+    body: tonic::body::Body,
+    _guard: RpcGuard,
+}
+
+impl http_body::Body for GuardedBody {
+    type Data = hyper::body::Bytes;
+    type Error = tonic::Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+impl Drop for RpcGuard {
+    fn drop(&mut self) {
+        if self.0.count.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
 }
 
 fn remove_socket(path: Option<&Path>) {
@@ -191,11 +280,12 @@ pub async fn shutdown_signal() {
 #[derive(Clone)]
 pub struct RpcSpanLayer {
     metrics: Arc<Metrics>,
+    rpcs: Arc<RpcTracker>,
 }
 
 impl RpcSpanLayer {
-    pub fn new(metrics: Arc<Metrics>) -> Self {
-        Self { metrics }
+    pub fn new(metrics: Arc<Metrics>, rpcs: Arc<RpcTracker>) -> Self {
+        Self { metrics, rpcs }
     }
 }
 
@@ -205,6 +295,7 @@ impl<S> Layer<S> for RpcSpanLayer {
         RpcSpan {
             inner,
             metrics: self.metrics.clone(),
+            rpcs: self.rpcs.clone(),
         }
     }
 }
@@ -213,11 +304,12 @@ impl<S> Layer<S> for RpcSpanLayer {
 pub struct RpcSpan<S> {
     inner: S,
     metrics: Arc<Metrics>,
+    rpcs: Arc<RpcTracker>,
 }
 
-impl<S, B, R> Service<http::Request<B>> for RpcSpan<S>
+impl<S, B> Service<http::Request<B>> for RpcSpan<S>
 where
-    S: Service<http::Request<B>, Response = http::Response<R>> + Send,
+    S: Service<http::Request<B>, Response = http::Response<tonic::body::Body>> + Send,
     S::Future: Send + 'static,
     S::Error: std::fmt::Display,
 {
@@ -246,6 +338,7 @@ where
         let chatty = is_chatty(&method);
         let started = Instant::now();
         let metrics = self.metrics.clone();
+        let guard = self.rpcs.enter();
         let fut = self.inner.call(req);
         Box::pin(
             async move {
@@ -276,7 +369,16 @@ where
                         tracing::warn!(duration_ms = ms, error = %e, "rpc transport error")
                     }
                 }
-                res
+                // The RPC counts as in flight until its response body (message and trailers)
+                // has been handed to the connection.
+                res.map(|resp| {
+                    resp.map(|body| {
+                        tonic::body::Body::new(GuardedBody {
+                            body,
+                            _guard: guard,
+                        })
+                    })
+                })
             }
             .instrument(span),
         )

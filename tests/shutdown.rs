@@ -99,3 +99,38 @@ async fn new_connections_are_refused_while_draining() {
     assert!(call.await.unwrap().is_ok());
     assert!(driver.child.take().unwrap().wait().unwrap().success());
 }
+
+#[tokio::test]
+async fn an_idle_client_connection_does_not_hold_up_shutdown() {
+    let kubelet = tempfile::tempdir().unwrap();
+    let kubelet_arg = format!("--kubelet-dir={}", kubelet.path().display());
+    let local = format!("--local-dir={}", kubelet.path().join("local").display());
+    let mut driver = Driver::start(&[
+        "--mode",
+        "node",
+        "--backend",
+        "local",
+        "--node-id",
+        "n1",
+        &local,
+        &kubelet_arg,
+    ]);
+    // A sidecar keeps its connection open between calls.
+    let mut client = NodeClient::new(driver.channel().await);
+    client
+        .node_get_info(NodeGetInfoRequest {})
+        .await
+        .expect("NodeGetInfo");
+    let started = Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(driver.pid()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = driver.child.take().unwrap().wait().unwrap();
+    let took = started.elapsed();
+    assert!(status.success());
+    // The grace period is 30 s; an idle connection must not use it up.
+    assert!(took < Duration::from_secs(10), "shutdown took {took:?}");
+    drop(client);
+}

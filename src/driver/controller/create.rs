@@ -90,6 +90,8 @@ impl Controller {
             .await?;
 
         let mut info = self.volume_info(&volume);
+        // Format options travel to the node's mkfs in the volume context (kept in the PV).
+        info.context.extend(req.params.format.clone());
         if info.source.is_none() {
             // Cinder does not report every source (e.g. a backup); the request knows it.
             if let Some(src) = &req.source {

@@ -67,10 +67,18 @@ pub struct VolumeParams {
     pub availability: Option<String>,
     /// PVC/PV names injected by the provisioner (`--extra-create-metadata`), as metadata.
     pub k8s_metadata: BTreeMap<String, String>,
+    /// Filesystem format options (`blockSize`, `inodeSize`, `bytesPerInode`,
+    /// `numberOfInodes`), handed to the node through the volume context; the node checks them
+    /// against the filesystem it formats.
+    pub format: BTreeMap<String, String>,
 }
 
+/// StorageClass keys passed to the node's mkfs through the volume context.
+pub const FORMAT_KEYS: [&str; 4] = ["blockSize", "inodeSize", "bytesPerInode", "numberOfInodes"];
+
 impl VolumeParams {
-    pub const ACCEPTED: &'static str = "type, availability";
+    pub const ACCEPTED: &'static str =
+        "type, availability, blockSize, inodeSize, bytesPerInode, numberOfInodes";
 
     /// `type` and `availability` are matched case-insensitively, as the in-tree
     /// `kubernetes.io/cinder` provisioner did: in-tree migration passes every StorageClass
@@ -88,6 +96,27 @@ impl VolumeParams {
             match key.to_ascii_lowercase().as_str() {
                 "type" => set_once(&mut out.volume_type, key, value)?,
                 "availability" => set_once(&mut out.availability, key, value)?,
+                lower if FORMAT_KEYS.iter().any(|k| k.eq_ignore_ascii_case(lower)) => {
+                    let canonical = FORMAT_KEYS
+                        .iter()
+                        .find(|k| k.eq_ignore_ascii_case(lower))
+                        .expect("matched above");
+                    let v = value.trim();
+                    if !v.parse::<u64>().is_ok_and(|n| n > 0) {
+                        return Err(Error::invalid(format!(
+                            "StorageClass parameter {key}={value:?} must be a positive whole number"
+                        )));
+                    }
+                    if out
+                        .format
+                        .insert(canonical.to_string(), v.to_string())
+                        .is_some()
+                    {
+                        return Err(Error::invalid(format!(
+                            "StorageClass parameter {canonical} is given twice"
+                        )));
+                    }
+                }
                 "fstype" => {
                     return Err(Error::invalid(format!(
                         "StorageClass parameter {key:?} is not read by CSI drivers; use \
@@ -310,6 +339,13 @@ mod tests {
 
     #[test]
     fn volume_params_name_unknown_keys() {
+        let p = VolumeParams::parse(&map(&[("blockSize", "4096"), ("inodesize", "512")])).unwrap();
+        assert_eq!(p.format.get("blockSize").map(String::as_str), Some("4096"));
+        assert_eq!(p.format.get("inodeSize").map(String::as_str), Some("512"));
+        for bad in ["0", "-1", "4k", ""] {
+            let e = VolumeParams::parse(&map(&[("numberOfInodes", bad)])).unwrap_err();
+            assert!(e.to_string().contains("positive whole number"), "{e}");
+        }
         let e = VolumeParams::parse(&map(&[("typo", "x"), ("zzz", "y")])).unwrap_err();
         let msg = e.to_string();
         assert!(matches!(e, Error::InvalidArgument(_)));

@@ -480,3 +480,20 @@ fn name_guards_are_per_name() {
     let _s = e.ctl.lock_snapshot("s").unwrap();
     assert!(e.ctl.lock_snapshot("s").is_err());
 }
+
+#[tokio::test(start_paused = true)]
+async fn format_options_reach_the_node_through_the_volume_context() {
+    let e = env();
+    let mut req = create_req("pvc-fmt", GIB);
+    req.params =
+        VolumeParams::parse(&params(&[("blockSize", "1024"), ("bytesPerInode", "8192")])).unwrap();
+    let info = e.ctl.create_volume(req).await.unwrap();
+    assert_eq!(
+        info.context.get("blockSize").map(String::as_str),
+        Some("1024")
+    );
+    assert_eq!(
+        info.context.get("bytesPerInode").map(String::as_str),
+        Some("8192")
+    );
+}
