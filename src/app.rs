@@ -9,8 +9,9 @@ use tonic::transport::Server;
 
 use crate::cli::{Backend, ServeArgs};
 use crate::cloud::local::{LocalCloud, LocalOptions};
+use crate::cloud::openstack::{self, ApiMetrics, ApiObserver, OpenStack, OpenStackOptions};
 use crate::cloud::{Cloud, Clouds, MigrationPolicy};
-use crate::config::{self, CloudConfig, GlobalConfig};
+use crate::config::{self, BlockStorageConfig, CloudConfig, GlobalConfig};
 use crate::csi::controller::ControllerService;
 use crate::csi::identity::IdentityService;
 use crate::csi::node::NodeService;
@@ -163,12 +164,81 @@ pub fn metadata_options(
     }
 }
 
+/// One `[Global]` section (validated, clouds.yaml applied) as adapter options.
+pub fn openstack_options(g: &GlobalConfig, bs: &BlockStorageConfig) -> OpenStackOptions {
+    let auth = openstack::AuthOptions {
+        user_id: g.user_id.clone(),
+        username: g.username.clone(),
+        password: g.password.clone(),
+        token: g.token.clone(),
+        project_id: g.tenant_id.clone(),
+        project_name: g.tenant_name.clone(),
+        project_domain_id: g.tenant_domain_id.clone(),
+        project_domain_name: g.tenant_domain_name.clone(),
+        domain_id: g.domain_id.clone(),
+        domain_name: g.domain_name.clone(),
+        user_domain_id: g.user_domain_id.clone(),
+        user_domain_name: g.user_domain_name.clone(),
+        application_credential_id: g.application_credential_id.clone(),
+        application_credential_name: g.application_credential_name.clone(),
+        application_credential_secret: g.application_credential_secret.clone(),
+        trust_id: g.trust_id.clone(),
+        trustee_id: g.trustee_id.clone(),
+        trustee_password: g.trustee_password.clone(),
+    };
+    let mut o = OpenStackOptions::new(g.auth_url.clone().unwrap_or_default(), auth);
+    o.region = g.region.clone();
+    o.interface = g.endpoint_type();
+    o.tls = openstack::TlsOptions {
+        ca_file: g.ca_file.clone(),
+        cert_file: g.cert_file.clone(),
+        key_file: g.key_file.clone(),
+        insecure: g.insecure(),
+    };
+    o.ignore_volume_microversion = bs.ignore_volume_microversion;
+    o
+}
+
+/// Reports every OpenStack request to the Prometheus registry.
+struct ApiToPrometheus(Arc<Metrics>);
+
+impl ApiObserver for ApiToPrometheus {
+    fn observe(&self, op: openstack::Op, latency: Duration, failed: bool) {
+        self.0
+            .observe_api_request(op.name(), latency.as_secs_f64(), failed);
+    }
+}
+
+/// The OpenStack clouds the controller serves: one adapter per resolved `[Global]` section,
+/// all counting into one [`ApiMetrics`]. No request is made here; a bad section is a
+/// configuration error (exit 64).
+async fn openstack_clouds(
+    plan: &Plan,
+    metrics: &Arc<Metrics>,
+) -> Result<(Clouds, Arc<ApiMetrics>), AppError> {
+    let api_metrics = Arc::new(ApiMetrics::with_observer(ApiToPrometheus(metrics.clone())));
+    // Upstream's Go transport honours HTTP(S)_PROXY / NO_PROXY; so do we.
+    let proxy = openstack::ProxyOptions::from_env(|k| std::env::var(k).ok());
+    let mut clouds = Vec::new();
+    for (name, global) in &plan.clouds {
+        let mut opts = openstack_options(global, &plan.config.block_storage);
+        opts.proxy = proxy.clone();
+        let os = OpenStack::new(name, &opts, api_metrics.clone())
+            .await
+            .map_err(AppError::Config)?;
+        clouds.push(os.into_cloud());
+    }
+    Ok((Clouds::new(clouds), api_metrics))
+}
+
 /// The clouds the controller serves, from the chosen backend and the validated `[Global]`
-/// sections in `plan.clouds`. This is the seam the cloud adapters plug into
-/// (`cloud::openstack` builds one `Cloud` per section, `cloud::local` one from
-/// `--local-dir`); until one is built for a backend, serving a controller on it is a
-/// configuration error (exit 64) that names what is missing.
-pub async fn build_clouds(args: &ServeArgs, plan: &Plan) -> Result<Clouds, AppError> {
+/// sections in `plan.clouds`: `cloud::openstack` builds one `Cloud` per section (its requests
+/// reported to `metrics`), `cloud::local` one from `--local-dir`.
+pub async fn build_clouds(
+    args: &ServeArgs,
+    plan: &Plan,
+    metrics: &Arc<Metrics>,
+) -> Result<Clouds, AppError> {
     match args.backend {
         Backend::Local => {
             let dir = args
@@ -190,12 +260,7 @@ pub async fn build_clouds(args: &ServeArgs, plan: &Plan) -> Result<Clouds, AppEr
                 compute: local,
             }]))
         }
-        Backend::Openstack => Err(AppError::Config(format!(
-            "--backend openstack: the OpenStack adapter (src/cloud/openstack/) is not part of \
-             this build yet, so the controller service cannot run on it ({} cloud section(s) \
-             configured); serve the node only (--mode node)",
-            plan.clouds.len()
-        ))),
+        Backend::Openstack => Ok(openstack_clouds(plan, metrics).await?.0),
     }
 }
 
@@ -226,7 +291,7 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     let mut readiness: Vec<Arc<dyn Readiness>> = Vec::new();
     // Built before anything binds: a bad backend or config exits 64 first.
     let controller = if plan.controller {
-        let clouds = build_clouds(&args, &plan).await?;
+        let clouds = build_clouds(&args, &plan, &metrics).await?;
         readiness.push(CloudReadiness::new(clouds.clone()));
         let core = Controller::new(
             clouds,
@@ -323,6 +388,7 @@ fn node_core(args: &ServeArgs, config: &CloudConfig, metadata: Arc<dyn Metadata>
 mod tests {
     use super::*;
     use clap::Parser;
+    use std::path::Path;
 
     fn args(extra: &[&str]) -> ServeArgs {
         let mut v = vec!["cinder-csi"];
@@ -342,22 +408,13 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn controller_without_an_adapter_is_a_config_error_naming_it() {
-        let a = args(&["--backend", "openstack"]);
-        let err = build_clouds(&a, &controller_plan())
-            .await
-            .err()
-            .expect("no adapter yet");
-        assert_eq!(err.exit_code(), 64);
-        assert!(err.to_string().contains("OpenStack adapter"), "{err}");
-    }
-
-    #[tokio::test]
     async fn local_backend_builds_one_default_cloud() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().display().to_string();
         let a = args(&["--backend", "local", "--local-dir", &d, "--node-id", "n1"]);
-        let clouds = build_clouds(&a, &controller_plan()).await.unwrap();
+        let clouds = build_clouds(&a, &controller_plan(), &Metrics::new())
+            .await
+            .unwrap();
         let cloud = clouds.get("").expect("the default cloud");
         assert_eq!(clouds.len(), 1);
         assert_eq!(cloud.compute.get_server("n1").await.unwrap().id, "n1");
@@ -387,5 +444,59 @@ mod tests {
         let o = controller_options(&a, &config::BlockStorageConfig::default());
         assert_eq!(o.retype_policy, MigrationPolicy::Never);
         assert!(!o.cascade_delete);
+    }
+
+    #[test]
+    fn cloud_conf_sections_become_adapter_options() {
+        let text = "[Global]\nauth-url = https://keystone.example/v3\nusername = demo\n\
+                    password = s3cret\nuser-domain-name = Default\ntenant-name = demo\n\
+                    tenant-domain-id = default\nregion = RegionTwo\nos-endpoint-type = internal\n\
+                    ca-file = /etc/ssl/ca.pem\n\
+                    [Global \"east\"]\nauth-url = http://k:5000\napplication-credential-id = ac\n\
+                    application-credential-secret = appsecret\n\
+                    [BlockStorage]\nignore-volume-microversion = true\n";
+        let cfg = config::parse_str(Path::new("cloud.conf"), text).unwrap();
+        let clouds = cfg
+            .resolve_clouds(
+                &["".to_string(), "east".to_string()],
+                &config::FixedEnv::default(),
+            )
+            .unwrap();
+        let o = openstack_options(&clouds[""], &cfg.block_storage);
+        assert_eq!(o.auth_url, "https://keystone.example/v3");
+        assert_eq!(o.auth.username.as_deref(), Some("demo"));
+        assert_eq!(o.auth.password.as_ref().map(|p| p.expose()), Some("s3cret"));
+        assert_eq!(o.auth.project_name.as_deref(), Some("demo"));
+        assert_eq!(o.auth.project_domain_id.as_deref(), Some("default"));
+        assert_eq!(o.region.as_deref(), Some("RegionTwo"));
+        assert_eq!(o.interface, openstack::Interface::Internal);
+        assert_eq!(o.tls.ca_file.as_deref(), Some(Path::new("/etc/ssl/ca.pem")));
+        assert!(!o.tls.insecure);
+        assert!(o.ignore_volume_microversion);
+        assert!(!format!("{o:?}").contains("s3cret"));
+        let east = openstack_options(&clouds["east"], &cfg.block_storage);
+        assert_eq!(east.auth.application_credential_id.as_deref(), Some("ac"));
+    }
+
+    #[tokio::test]
+    async fn every_section_becomes_a_cloud_without_a_request() {
+        let text = "[Global]\nauth-url = http://127.0.0.1:9/v3\nuser-id = u\npassword = p\n\
+                    tenant-id = t\n[Global \"b\"]\nauth-url = http://127.0.0.1:9/v3\n\
+                    token = tok\ntenant-id = t\n";
+        let config = config::parse_str(Path::new("cloud.conf"), text).unwrap();
+        let clouds = config
+            .resolve_clouds(&["".into(), "b".into()], &config::FixedEnv::default())
+            .unwrap();
+        let plan = Plan {
+            endpoint: Endpoint::parse("unix:///tmp/x.sock").unwrap(),
+            controller: true,
+            node: false,
+            config,
+            clouds,
+            metadata: None,
+        };
+        let (clouds, api) = openstack_clouds(&plan, &Metrics::new()).await.unwrap();
+        assert_eq!(clouds.names().collect::<Vec<_>>(), vec!["", "b"]);
+        assert_eq!(api.snapshot().requests(openstack::Service::Keystone), 0);
     }
 }

@@ -3,6 +3,7 @@
 //! (sparse files + loop devices on this machine).
 
 mod error;
+pub mod openstack;
 mod types;
 
 #[cfg(any(test, feature = "test-support"))]

@@ -1,0 +1,423 @@
+//! Wire formats of Cinder and Nova, and their one conversion each into the port's domain
+//! types. Deserialisation is lenient where the APIs are inconsistent across releases (null
+//! names, `bootable` as a string, missing fields in older microversions).
+
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+use chrono::{DateTime, NaiveDateTime, Utc};
+use serde::{Deserialize, Deserializer};
+
+use crate::cloud::{
+    Attachment, Backup, BackupStatus, Server, ServerAttachment, Snapshot, SnapshotStatus, Volume,
+    VolumeStatus, VolumeType,
+};
+
+/// OpenStack timestamps: `2018-11-28T06:25:15.288987` (Cinder, UTC without zone),
+/// `2018-01-15T22:14:05.000000Z` (Keystone), `2017-02-14T19:23:58Z` or with an offset (Nova).
+pub fn parse_time(s: &str) -> Option<DateTime<Utc>> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Some(t.with_timezone(&Utc));
+    }
+    let naive = s.trim_end_matches('Z');
+    NaiveDateTime::parse_from_str(naive, "%Y-%m-%dT%H:%M:%S%.f")
+        .or_else(|_| NaiveDateTime::parse_from_str(naive, "%Y-%m-%d %H:%M:%S%.f"))
+        .ok()
+        .map(|n| n.and_utc())
+}
+
+fn system_time(s: &Option<String>) -> Option<SystemTime> {
+    s.as_deref().and_then(parse_time).map(SystemTime::from)
+}
+
+fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+/// Metadata values are strings in practice; anything else is kept as its JSON text.
+fn string_map<'de, D>(d: D) -> Result<BTreeMap<String, String>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    let raw: Option<BTreeMap<String, serde_json::Value>> = Option::deserialize(d)?;
+    Ok(raw
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| match v {
+            serde_json::Value::String(s) => (k, s),
+            other => (k, other.to_string()),
+        })
+        .collect())
+}
+
+/// Cinder sends `bootable` as `"true"`/`"false"`.
+fn loose_bool<'de, D>(d: D) -> Result<bool, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    Ok(match Option::<serde_json::Value>::deserialize(d)? {
+        Some(serde_json::Value::Bool(b)) => b,
+        Some(serde_json::Value::String(s)) => s.eq_ignore_ascii_case("true"),
+        _ => false,
+    })
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct Link {
+    pub href: String,
+    #[serde(default)]
+    pub rel: String,
+}
+
+/// Whether a list answer says there is another page.
+pub fn has_next(links: &[Link]) -> bool {
+    links.iter().any(|l| l.rel == "next")
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct VolumeAttachmentDto {
+    pub server_id: String,
+    #[serde(default)]
+    pub attachment_id: Option<String>,
+    #[serde(default)]
+    pub device: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct VolumeDto {
+    pub id: String,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub name: String,
+    pub size: u64,
+    pub status: String,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub availability_zone: String,
+    #[serde(default)]
+    pub volume_type: Option<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub multiattach: bool,
+    #[serde(default, deserialize_with = "loose_bool")]
+    pub bootable: bool,
+    #[serde(default, deserialize_with = "string_map")]
+    pub metadata: BTreeMap<String, String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub attachments: Vec<VolumeAttachmentDto>,
+    #[serde(default)]
+    pub snapshot_id: Option<String>,
+    #[serde(default)]
+    pub source_volid: Option<String>,
+    #[serde(default)]
+    pub backup_id: Option<String>,
+    #[serde(default)]
+    pub created_at: Option<String>,
+    #[serde(default)]
+    pub updated_at: Option<String>,
+    /// The owning project, when policy shows it (project readers see it by default).
+    #[serde(rename = "os-vol-tenant-attr:tenant_id", default)]
+    pub project_id: Option<String>,
+}
+
+/// Where a volume stands on Cinder's clock, for the watcher's time-filtered lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeMark {
+    /// Never updated since creation (`updated_at` is null): only a `created_at` filter finds it.
+    Created(DateTime<Utc>),
+    /// Last updated then: an `updated_at` filter at or before it finds it.
+    Updated(DateTime<Utc>),
+}
+
+impl VolumeDto {
+    pub fn change_mark(&self) -> Option<ChangeMark> {
+        match (&self.updated_at, &self.created_at) {
+            (Some(u), _) => parse_time(u).map(ChangeMark::Updated),
+            (None, Some(c)) => parse_time(c).map(ChangeMark::Created),
+            (None, None) => None,
+        }
+    }
+}
+
+impl From<VolumeDto> for Volume {
+    fn from(d: VolumeDto) -> Self {
+        Volume {
+            created_at: system_time(&d.created_at),
+            status: VolumeStatus::parse(&d.status),
+            attachments: d
+                .attachments
+                .into_iter()
+                .map(|a| Attachment {
+                    server_id: a.server_id,
+                    attachment_id: a.attachment_id,
+                    device: a.device,
+                })
+                .collect(),
+            id: d.id,
+            name: d.name,
+            size_gib: d.size,
+            availability_zone: d.availability_zone,
+            volume_type: d.volume_type,
+            multiattach: d.multiattach,
+            bootable: d.bootable,
+            metadata: d.metadata,
+            snapshot_id: d.snapshot_id,
+            source_volume_id: d.source_volid,
+            backup_id: d.backup_id,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct VolumeEnvelope {
+    pub volume: VolumeDto,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct VolumeList {
+    pub volumes: Vec<VolumeDto>,
+    #[serde(default)]
+    pub volumes_links: Vec<Link>,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct SnapshotDto {
+    pub id: String,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub name: String,
+    pub volume_id: String,
+    pub size: u64,
+    pub status: String,
+    #[serde(default)]
+    pub created_at: Option<String>,
+    #[serde(default, deserialize_with = "string_map")]
+    pub metadata: BTreeMap<String, String>,
+}
+
+impl From<SnapshotDto> for Snapshot {
+    fn from(d: SnapshotDto) -> Self {
+        Snapshot {
+            created_at: system_time(&d.created_at),
+            status: SnapshotStatus::parse(&d.status),
+            id: d.id,
+            name: d.name,
+            volume_id: d.volume_id,
+            size_gib: d.size,
+            metadata: d.metadata,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SnapshotEnvelope {
+    pub snapshot: SnapshotDto,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SnapshotList {
+    pub snapshots: Vec<SnapshotDto>,
+    #[serde(default)]
+    pub snapshots_links: Vec<Link>,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct BackupDto {
+    pub id: String,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub name: String,
+    pub volume_id: String,
+    #[serde(default)]
+    pub snapshot_id: Option<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub size: u64,
+    pub status: String,
+    #[serde(default)]
+    pub availability_zone: Option<String>,
+    #[serde(default)]
+    pub fail_reason: Option<String>,
+    #[serde(default)]
+    pub created_at: Option<String>,
+    #[serde(default, deserialize_with = "string_map")]
+    pub metadata: BTreeMap<String, String>,
+}
+
+impl From<BackupDto> for Backup {
+    fn from(d: BackupDto) -> Self {
+        Backup {
+            created_at: system_time(&d.created_at),
+            status: BackupStatus::parse(&d.status),
+            id: d.id,
+            name: d.name,
+            volume_id: d.volume_id,
+            snapshot_id: d.snapshot_id,
+            size_gib: d.size,
+            availability_zone: d.availability_zone,
+            metadata: d.metadata,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct BackupEnvelope {
+    pub backup: BackupDto,
+}
+
+/// What a backup create answers: `{"backup": {"id", "links", "name"}}`.
+#[derive(Debug, Deserialize)]
+pub struct BackupCreated {
+    pub backup: IdOnly,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct IdOnly {
+    pub id: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct BackupList {
+    pub backups: Vec<BackupDto>,
+    #[serde(default)]
+    pub backups_links: Vec<Link>,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct VolumeTypeDto {
+    pub id: String,
+    pub name: String,
+    #[serde(default, deserialize_with = "string_map")]
+    pub extra_specs: BTreeMap<String, String>,
+}
+
+impl From<VolumeTypeDto> for VolumeType {
+    fn from(d: VolumeTypeDto) -> Self {
+        VolumeType {
+            multiattach: d
+                .extra_specs
+                .get("multiattach")
+                .is_some_and(|v| is_true_spec(v)),
+            id: d.id,
+            name: d.name,
+        }
+    }
+}
+
+/// Extra spec booleans are written `<is> True` (or plain `True`).
+fn is_true_spec(v: &str) -> bool {
+    let v = v.trim();
+    let v = v.strip_prefix("<is>").unwrap_or(v).trim();
+    v.eq_ignore_ascii_case("true")
+}
+
+#[derive(Debug, Deserialize)]
+pub struct VolumeTypeEnvelope {
+    pub volume_type: VolumeTypeDto,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct VolumeTypeList {
+    pub volume_types: Vec<VolumeTypeDto>,
+}
+
+/// One quota with usage (`os-quota-sets/{project}?usage=true`). -1 = unlimited.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+pub struct QuotaUsage {
+    pub limit: i64,
+    #[serde(default)]
+    pub in_use: i64,
+    #[serde(default)]
+    pub reserved: i64,
+}
+
+impl QuotaUsage {
+    /// What is left; `None` = unlimited.
+    pub fn headroom(&self) -> Option<u64> {
+        (self.limit >= 0).then(|| (self.limit - self.in_use - self.reserved).max(0) as u64)
+    }
+}
+
+/// The quota set: `id` plus one [`QuotaUsage`] per resource (`gigabytes`,
+/// `gigabytes_<type>`, `per_volume_gigabytes`, ...).
+#[derive(Debug, Deserialize)]
+pub struct QuotaSetEnvelope {
+    pub quota_set: BTreeMap<String, serde_json::Value>,
+}
+
+impl QuotaSetEnvelope {
+    pub fn usage(&self, key: &str) -> Option<QuotaUsage> {
+        serde_json::from_value(self.quota_set.get(key)?.clone()).ok()
+    }
+}
+
+/// A Cinder user message (why a volume went to `error`).
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct MessageDto {
+    #[serde(default)]
+    pub user_message: Option<String>,
+    #[serde(default)]
+    pub created_at: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct MessageList {
+    pub messages: Vec<MessageDto>,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct ServerDto {
+    pub id: String,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub name: String,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub status: String,
+    #[serde(rename = "OS-EXT-AZ:availability_zone", default)]
+    pub availability_zone: Option<String>,
+}
+
+impl From<ServerDto> for Server {
+    fn from(d: ServerDto) -> Self {
+        Server {
+            id: d.id,
+            name: d.name,
+            status: d.status,
+            availability_zone: d.availability_zone.filter(|z| !z.is_empty()),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ServerEnvelope {
+    pub server: ServerDto,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct NovaAttachmentDto {
+    #[serde(rename = "volumeId")]
+    pub volume_id: String,
+    #[serde(default)]
+    pub device: Option<String>,
+}
+
+impl From<NovaAttachmentDto> for ServerAttachment {
+    fn from(d: NovaAttachmentDto) -> Self {
+        ServerAttachment {
+            volume_id: d.volume_id,
+            device: d.device.filter(|d| !d.is_empty()),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct NovaAttachmentEnvelope {
+    #[serde(rename = "volumeAttachment")]
+    pub attachment: NovaAttachmentDto,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct NovaAttachmentList {
+    #[serde(rename = "volumeAttachments")]
+    pub attachments: Vec<NovaAttachmentDto>,
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,393 @@
+//! The HTTP client of one cloud (TLS, timeouts, User-Agent) and the single place where a
+//! request is sent: it is timed and counted, its request id captured, and an error status
+//! turned into an [`ApiError`]. Tokens and microversions are added by `api.rs`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use reqwest::header::HeaderMap;
+use reqwest::{Certificate, Identity, Method};
+use serde::de::DeserializeOwned;
+
+use super::errors::{request_id, ApiError};
+use super::metrics::{ApiMetrics, Op};
+use super::options::{OpenStackOptions, ProxyOptions, TlsOptions};
+
+/// Pooled connections idle longer than this are dropped, below common server keep-alive
+/// timeouts (uWSGI 4 s, Apache 5 s), so we rarely write into a connection being closed.
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(3);
+const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
+
+pub fn user_agent() -> String {
+    format!("cinder-csi/{}", crate::version::VERSION)
+}
+
+/// Build the client. Reads the TLS files, so it runs off the async workers.
+pub async fn build_client(opts: &OpenStackOptions) -> Result<reqwest::Client, String> {
+    let tls = opts.tls.clone();
+    let material = tokio::task::spawn_blocking(move || read_tls_files(&tls))
+        .await
+        .map_err(|e| format!("reading TLS files: {e}"))??;
+    let mut b = reqwest::Client::builder()
+        .user_agent(user_agent())
+        .connect_timeout(opts.connect_timeout)
+        .timeout(opts.request_timeout)
+        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+        .tcp_keepalive(TCP_KEEPALIVE)
+        // OpenStack APIs do not redirect; following one would resend X-Auth-Token elsewhere.
+        .redirect(reqwest::redirect::Policy::none());
+    if !material.roots.is_empty() {
+        b = b.tls_certs_merge(material.roots);
+    }
+    if let Some(id) = material.identity {
+        b = b.identity(id);
+    }
+    for proxy in proxies(&opts.proxy)? {
+        b = b.proxy(proxy);
+    }
+    if opts.tls.insecure {
+        tracing::warn!(
+            auth_url = %opts.auth_url,
+            "tls-insecure is set: TLS certificates of Keystone, Cinder and Nova are NOT verified; \
+             anyone on the network path can impersonate them and capture the credentials. \
+             Use ca-file instead."
+        );
+        b = b.tls_danger_accept_invalid_certs(true);
+    }
+    b.build()
+        .map_err(|e| format!("building the HTTP client: {e}"))
+}
+
+/// Loopback never goes through a proxy (as in Go's `ProxyFromEnvironment`).
+const ALWAYS_DIRECT: &str = "localhost,127.0.0.1,::1";
+
+fn proxies(p: &ProxyOptions) -> Result<Vec<reqwest::Proxy>, String> {
+    let no_proxy = match &p.no_proxy {
+        Some(list) => format!("{list},{ALWAYS_DIRECT}"),
+        None => ALWAYS_DIRECT.to_string(),
+    };
+    let mut out = Vec::new();
+    for (key, url, https) in [
+        ("HTTPS_PROXY", &p.https, true),
+        ("HTTP_PROXY", &p.http, false),
+    ] {
+        if let Some(url) = url {
+            let proxy = if https {
+                reqwest::Proxy::https(url.as_str())
+            } else {
+                reqwest::Proxy::http(url.as_str())
+            }
+            .map_err(|e| format!("{key} {url:?}: {e}"))?;
+            out.push(proxy.no_proxy(reqwest::NoProxy::from_string(&no_proxy)));
+        }
+    }
+    Ok(out)
+}
+
+struct TlsMaterial {
+    roots: Vec<Certificate>,
+    identity: Option<Identity>,
+}
+
+fn read_tls_files(tls: &TlsOptions) -> Result<TlsMaterial, String> {
+    let read = |key: &str, p: &std::path::Path| {
+        std::fs::read(p).map_err(|e| format!("{key} {}: {e}", p.display()))
+    };
+    let mut roots = Vec::new();
+    if let Some(ca) = &tls.ca_file {
+        roots = Certificate::from_pem_bundle(&read("ca-file", ca)?)
+            .map_err(|e| format!("ca-file {}: not a PEM bundle: {e}", ca.display()))?;
+        if roots.is_empty() {
+            return Err(format!(
+                "ca-file {}: no certificate in it (expected PEM)",
+                ca.display()
+            ));
+        }
+    }
+    let identity = match (&tls.cert_file, &tls.key_file) {
+        (None, None) => None,
+        (Some(cert), Some(key)) => {
+            let mut pem = read("cert-file", cert)?;
+            pem.push(b'\n');
+            pem.extend(read("key-file", key)?);
+            Some(Identity::from_pem(&pem).map_err(|e| {
+                format!(
+                    "cert-file {} / key-file {}: not a PEM certificate and key: {e}",
+                    cert.display(),
+                    key.display()
+                )
+            })?)
+        }
+        _ => return Err("cert-file and key-file must be set together".into()),
+    };
+    Ok(TlsMaterial { roots, identity })
+}
+
+/// A successful answer, body read.
+#[derive(Debug)]
+pub struct Answer {
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Answer {
+    pub fn json<T: DeserializeOwned>(&self, op: Op) -> Result<T, ApiError> {
+        serde_json::from_slice(&self.body).map_err(|e| ApiError::bad_answer(op.name(), e))
+    }
+}
+
+/// Sends requests and records them.
+#[derive(Clone)]
+pub struct Http {
+    pub client: reqwest::Client,
+    pub metrics: Arc<ApiMetrics>,
+}
+
+impl Http {
+    /// Send `req` as operation `op`. 2xx is success; `also_ok` admits other statuses (the
+    /// version documents answer 300 Multiple Choices).
+    pub async fn execute(
+        &self,
+        op: Op,
+        req: reqwest::RequestBuilder,
+        also_ok: &[u16],
+    ) -> Result<Answer, ApiError> {
+        let req = req
+            .build()
+            .map_err(|e| ApiError::bad_answer(op.name(), format!("building the request: {e}")))?;
+        // A server may close an idle keep-alive connection just as we reuse it ("connection
+        // closed before message completed"). Like Go's transport (upstream's), resend once
+        // when that happens to a request that is safe to repeat (GET, HEAD).
+        let replay = matches!(*req.method(), Method::GET | Method::HEAD)
+            .then(|| req.try_clone())
+            .flatten();
+        match self.attempt(op, req, also_ok).await {
+            Err((e, true)) if replay.is_some() => {
+                tracing::debug!(op = op.name(), error = %e, "resending a safe request once");
+                let again = replay.expect("checked");
+                self.attempt(op, again, also_ok).await.map_err(|(e, _)| e)
+            }
+            other => other.map_err(|(e, _)| e),
+        }
+    }
+
+    /// One send; on failure, whether the connection broke without an answer (worth a resend
+    /// of a safe request), as opposed to an HTTP error or a timeout.
+    async fn attempt(
+        &self,
+        op: Op,
+        req: reqwest::Request,
+        also_ok: &[u16],
+    ) -> Result<Answer, (ApiError, bool)> {
+        let started = Instant::now();
+        let result = async {
+            let resp = self.client.execute(req).await.map_err(|e| {
+                let broken = !e.is_timeout() && (e.is_request() || e.is_connect());
+                (ApiError::transport(op.name(), &e), broken)
+            })?;
+            let status = resp.status();
+            let headers = resp.headers().clone();
+            let body = resp
+                .bytes()
+                .await
+                .map_err(|e| (ApiError::transport(op.name(), &e), false))?;
+            Ok::<_, (ApiError, bool)>((status, headers, body))
+        }
+        .await;
+        let latency = started.elapsed();
+        match result {
+            Ok((status, headers, body)) => {
+                let ok = status.is_success() || also_ok.contains(&status.as_u16());
+                self.metrics.record(op, latency, !ok);
+                tracing::debug!(
+                    op = op.name(),
+                    status = status.as_u16(),
+                    latency_ms = latency.as_millis() as u64,
+                    request_id = request_id(&headers).as_deref().unwrap_or(""),
+                    "openstack request"
+                );
+                if ok {
+                    Ok(Answer {
+                        headers,
+                        body: body.to_vec(),
+                    })
+                } else {
+                    Err((ApiError::from_response(status, &headers, &body), false))
+                }
+            }
+            Err((e, broken)) => {
+                self.metrics.record(op, latency, true);
+                tracing::debug!(op = op.name(), latency_ms = latency.as_millis() as u64, error = %e, "openstack request failed");
+                Err((e, broken))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tls_tests;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cloud::openstack::metrics::ApiMetrics;
+    use std::path::PathBuf;
+
+    fn opts(tls: TlsOptions) -> OpenStackOptions {
+        let mut o = OpenStackOptions::new("http://127.0.0.1:5000/v3", Default::default());
+        o.tls = tls;
+        o
+    }
+
+    #[tokio::test]
+    async fn tls_file_problems_name_the_key() {
+        let e = build_client(&opts(TlsOptions {
+            ca_file: Some(PathBuf::from("/nonexistent/ca.pem")),
+            ..Default::default()
+        }))
+        .await
+        .unwrap_err();
+        assert!(e.starts_with("ca-file /nonexistent/ca.pem"), "{e}");
+
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty.pem");
+        std::fs::write(&empty, "not a certificate\n").unwrap();
+        let e = build_client(&opts(TlsOptions {
+            ca_file: Some(empty.clone()),
+            ..Default::default()
+        }))
+        .await
+        .unwrap_err();
+        assert!(e.contains("no certificate"), "{e}");
+
+        let e = build_client(&opts(TlsOptions {
+            cert_file: Some(empty),
+            ..Default::default()
+        }))
+        .await
+        .unwrap_err();
+        assert!(e.contains("cert-file and key-file"), "{e}");
+    }
+
+    /// A forward proxy that answers every request itself and records its request line.
+    async fn fake_proxy() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let log = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                let mut buf = vec![0u8; 4096];
+                let n = s.read(&mut buf).await.unwrap_or(0);
+                let line = String::from_utf8_lossy(&buf[..n])
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .to_string();
+                log.lock().unwrap().push(line);
+                let _ = s
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                    .await;
+            }
+        });
+        (url, seen)
+    }
+
+    #[tokio::test]
+    async fn proxies_are_used_except_for_no_proxy_and_loopback() {
+        let (proxy, seen) = fake_proxy().await;
+        let mut o = opts(TlsOptions::default());
+        o.proxy = ProxyOptions {
+            http: Some(proxy.clone()),
+            https: None,
+            no_proxy: Some("direct.invalid".into()),
+        };
+        o.connect_timeout = std::time::Duration::from_secs(2);
+        let client = build_client(&o).await.unwrap();
+        let r = client
+            .get("http://keystone.invalid:5000/v3")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+        assert_eq!(
+            seen.lock().unwrap().as_slice(),
+            ["GET http://keystone.invalid:5000/v3 HTTP/1.1"]
+        );
+        // NO_PROXY hosts and loopback go direct (and fail here: nothing listens).
+        assert!(client.get("http://direct.invalid/").send().await.is_err());
+        assert!(client.get("http://127.0.0.1:9/").send().await.is_err());
+        assert_eq!(seen.lock().unwrap().len(), 1);
+        o.proxy.http = Some("::not a url".into());
+        assert!(build_client(&o)
+            .await
+            .unwrap_err()
+            .starts_with("HTTP_PROXY"));
+    }
+
+    /// A server that drops the first connection after reading the request (as a keep-alive
+    /// timeout racing our write does) and answers the second.
+    async fn flaky_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let seen = std::sync::Arc::new(AtomicUsize::new(0));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/v3/volumes", listener.local_addr().unwrap());
+        let n = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                let mut buf = vec![0u8; 4096];
+                let _ = s.read(&mut buf).await;
+                if n.fetch_add(1, Ordering::SeqCst).is_multiple_of(2) {
+                    drop(s);
+                    continue;
+                }
+                let _ = s
+                    .write_all(
+                        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}",
+                    )
+                    .await;
+            }
+        });
+        (url, seen)
+    }
+
+    #[tokio::test]
+    async fn safe_requests_are_resent_once_after_a_broken_connection() {
+        use std::sync::atomic::Ordering;
+        let (url, seen) = flaky_server().await;
+        let http = Http {
+            client: build_client(&opts(TlsOptions::default())).await.unwrap(),
+            metrics: std::sync::Arc::new(ApiMetrics::new()),
+        };
+        http.execute(Op::VolumeGet, http.client.get(&url), &[])
+            .await
+            .expect("resent once");
+        assert_eq!(seen.load(Ordering::SeqCst), 2);
+        let m = http.metrics.snapshot();
+        assert_eq!(
+            (m.get(Op::VolumeGet).requests, m.get(Op::VolumeGet).errors),
+            (2, 1)
+        );
+        // A POST is not repeated: it may have been acted on.
+        let err = http
+            .execute(Op::VolumeCreate, http.client.post(&url), &[])
+            .await
+            .unwrap_err();
+        assert!(err.status.is_none(), "{err}");
+        assert_eq!(seen.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn plain_client_builds_with_and_without_verification() {
+        build_client(&opts(TlsOptions::default())).await.unwrap();
+        build_client(&opts(TlsOptions {
+            insecure: true,
+            ..Default::default()
+        }))
+        .await
+        .unwrap();
+        assert!(user_agent().starts_with("cinder-csi/"));
+    }
+}

@@ -1,0 +1,263 @@
+//! Keystone v3 tokens: fetched on first use, shared by every request of the cloud, renewed
+//! shortly before they expire, and dropped when a service answers 401. Fetching is
+//! single-flight: whoever needs a token while one is being fetched waits for that one, so a
+//! storm of RPCs costs one Keystone request.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use tokio::sync::Mutex;
+use tokio::time::Instant;
+
+use super::auth::AuthMethod;
+use super::catalog::{self, CatalogService};
+use super::dto::parse_time;
+use super::errors::ApiError;
+use super::http::Http;
+use super::metrics::Op;
+use super::options::{Interface, Secret};
+use crate::cloud::{CloudError, RequestId};
+
+/// Renew a token when this much of its life is left (or a fifth of its lifetime, for short
+/// lived tokens), so no request starts with a token that expires in flight.
+pub const TOKEN_REFRESH_MARGIN: Duration = Duration::from_secs(120);
+/// After a failed renewal, keep using the still-valid token and try again after this long,
+/// instead of sending every request's renewal to a Keystone that is down.
+pub const TOKEN_RETRY_AFTER: Duration = Duration::from_secs(5);
+
+/// A token with what came with it.
+pub struct Session {
+    pub token: Secret,
+    pub project_id: Option<String>,
+    /// Cinder / Nova URLs from the catalog, or why there is none.
+    pub cinder: Result<String, String>,
+    pub nova: Result<String, String>,
+    refresh_at: Instant,
+    expires_at: Instant,
+}
+
+impl Session {
+    pub fn cinder_url(&self) -> Result<&str, CloudError> {
+        self.cinder
+            .as_deref()
+            .map_err(|e| CloudError::Unsupported(e.clone()))
+    }
+
+    pub fn nova_url(&self) -> Result<&str, CloudError> {
+        self.nova
+            .as_deref()
+            .map_err(|e| CloudError::Unsupported(e.clone()))
+    }
+}
+
+#[derive(Default)]
+struct State {
+    session: Option<Arc<Session>>,
+    failed_at: Option<Instant>,
+}
+
+pub struct Keystone {
+    http: Http,
+    token_url: String,
+    method: AuthMethod,
+    interface: Interface,
+    region: Option<String>,
+    state: Mutex<State>,
+}
+
+impl Keystone {
+    pub fn new(
+        http: Http,
+        auth_url: &str,
+        method: AuthMethod,
+        interface: Interface,
+        region: Option<String>,
+    ) -> Self {
+        Self {
+            http,
+            token_url: token_url(auth_url),
+            method,
+            interface,
+            region,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// A valid token, fetching one if needed.
+    pub async fn session(&self) -> Result<Arc<Session>, CloudError> {
+        // The lock is held across the fetch: that is the single flight.
+        let mut st = self.state.lock().await;
+        let now = Instant::now();
+        if let Some(s) = &st.session {
+            let retry_later = st
+                .failed_at
+                .is_some_and(|f| now < f + TOKEN_RETRY_AFTER && now < s.expires_at);
+            if now < s.refresh_at || retry_later {
+                return Ok(s.clone());
+            }
+        }
+        match self.fetch().await {
+            Ok(s) => {
+                let s = Arc::new(s);
+                st.session = Some(s.clone());
+                st.failed_at = None;
+                Ok(s)
+            }
+            Err(e) => match st.session.clone() {
+                Some(s) if Instant::now() < s.expires_at => {
+                    tracing::warn!(error = %e, "renewing the Keystone token failed; the current one is still valid");
+                    st.failed_at = Some(Instant::now());
+                    Ok(s)
+                }
+                _ => Err(e),
+            },
+        }
+    }
+
+    /// A service refused `stale` with 401: forget it (unless someone already replaced it).
+    pub async fn invalidate(&self, stale: &Arc<Session>) {
+        let mut st = self.state.lock().await;
+        if st.session.as_ref().is_some_and(|s| Arc::ptr_eq(s, stale)) {
+            st.session = None;
+            st.failed_at = None;
+        }
+    }
+
+    async fn fetch(&self) -> Result<Session, CloudError> {
+        let started = Instant::now();
+        let req = self
+            .http
+            .client
+            .post(&self.token_url)
+            .json(&self.method.request_body());
+        let ans = self
+            .http
+            .execute(Op::KeystoneToken, req, &[])
+            .await
+            .map_err(|e| self.error(e))?;
+        let token = ans
+            .headers
+            .get("x-subject-token")
+            .and_then(|v| v.to_str().ok())
+            .ok_or_else(|| {
+                CloudError::Internal(format!(
+                    "Keystone {} answered without X-Subject-Token",
+                    self.token_url
+                ))
+            })?
+            .to_string();
+        let body: TokenEnvelope = ans
+            .json(Op::KeystoneToken)
+            .map_err(|e| CloudError::Internal(e.to_string()))?;
+        let lifetime = body.token.lifetime().ok_or_else(|| {
+            CloudError::Internal(format!(
+                "Keystone token has an unreadable expires_at {:?}",
+                body.token.expires_at
+            ))
+        })?;
+        let margin = TOKEN_REFRESH_MARGIN.min(lifetime / 5);
+        let pick = |types| {
+            catalog::select(
+                &body.token.catalog,
+                types,
+                self.interface,
+                self.region.as_deref(),
+            )
+        };
+        let session = Session {
+            token: Secret::new(token),
+            project_id: body.token.project.map(|p| p.id),
+            cinder: pick(catalog::BLOCK_STORAGE_TYPES),
+            nova: pick(catalog::COMPUTE_TYPES),
+            refresh_at: started + lifetime.saturating_sub(margin),
+            expires_at: started + lifetime,
+        };
+        tracing::info!(
+            auth = %self.method.description,
+            lifetime_s = lifetime.as_secs(),
+            project_id = session.project_id.as_deref().unwrap_or(""),
+            "got a Keystone token"
+        );
+        Ok(session)
+    }
+
+    fn error(&self, e: ApiError) -> CloudError {
+        let request_id = RequestId(e.request_id.clone());
+        let context = format!(
+            "Keystone {} refused the {}",
+            self.token_url, self.method.description
+        );
+        match e.status.map(|s| s.as_u16()) {
+            Some(401) => CloudError::Unauthorized {
+                message: format!("{context}: {}", e.message),
+                request_id,
+            },
+            Some(403) => CloudError::Forbidden {
+                message: format!("{context}: {}", e.message),
+                request_id,
+            },
+            Some(s) if (400..500).contains(&s) => CloudError::BadRequest {
+                message: format!(
+                    "{context} (HTTP {s}; is auth-url the Keystone URL?): {}",
+                    e.message
+                ),
+                request_id,
+            },
+            _ => CloudError::Unavailable {
+                message: format!("Keystone {}: {e}", self.token_url),
+                request_id,
+            },
+        }
+    }
+}
+
+/// `http://k:5000`, `http://k:5000/v3` and `http://k/identity/v3/` all mean the same Keystone.
+fn token_url(auth_url: &str) -> String {
+    let base = auth_url.trim_end_matches('/');
+    let base = base.strip_suffix("/v2.0").unwrap_or(base);
+    if base.ends_with("/v3") {
+        format!("{base}/auth/tokens")
+    } else {
+        format!("{base}/v3/auth/tokens")
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct TokenEnvelope {
+    token: TokenBody,
+}
+
+#[derive(Debug, Deserialize)]
+struct TokenBody {
+    expires_at: String,
+    #[serde(default)]
+    issued_at: Option<String>,
+    #[serde(default)]
+    project: Option<ProjectRef>,
+    #[serde(default)]
+    catalog: Vec<CatalogService>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ProjectRef {
+    id: String,
+}
+
+impl TokenBody {
+    /// How long the token lives, measured on Keystone's clock when it says when it issued the
+    /// token (so a skewed local clock does not matter), else against ours.
+    fn lifetime(&self) -> Option<Duration> {
+        let expires: DateTime<Utc> = parse_time(&self.expires_at)?;
+        let issued = self
+            .issued_at
+            .as_deref()
+            .and_then(parse_time)
+            .unwrap_or_else(Utc::now);
+        Some((expires - issued).to_std().unwrap_or(Duration::ZERO))
+    }
+}
+
+#[cfg(test)]
+mod tests;

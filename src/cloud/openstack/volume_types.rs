@@ -1,0 +1,89 @@
+//! Volume types by name or id, with the `multiattach` extra spec. Types change rarely and a
+//! storm of CreateVolume calls asks for the same one, so answers are cached briefly.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::api::Request;
+use super::dto::{VolumeTypeEnvelope, VolumeTypeList};
+use super::metrics::Op;
+use super::poll::lock;
+use super::OpenStack;
+use crate::cloud::{CloudError, CloudResult, Resource, VolumeType};
+
+/// How long a looked-up type is trusted (a retyped extra spec shows up after this).
+pub const TYPE_CACHE_TTL: Duration = Duration::from_secs(60);
+
+/// Types by id and by name.
+#[derive(Default)]
+pub struct TypeCache {
+    by_key: Mutex<HashMap<String, (VolumeType, Instant)>>,
+}
+
+impl TypeCache {
+    fn get(&self, key: &str) -> Option<VolumeType> {
+        let map = lock(&self.by_key);
+        let (t, at) = map.get(key)?;
+        (at.elapsed() < TYPE_CACHE_TTL).then(|| t.clone())
+    }
+
+    fn put(&self, t: &VolumeType) {
+        let now = Instant::now();
+        let mut map = lock(&self.by_key);
+        map.retain(|_, (_, at)| at.elapsed() < TYPE_CACHE_TTL);
+        map.insert(t.id.clone(), (t.clone(), now));
+        map.insert(t.name.clone(), (t.clone(), now));
+    }
+}
+
+impl OpenStack {
+    pub(super) async fn get_volume_type_impl(&self, name_or_id: &str) -> CloudResult<VolumeType> {
+        if let Some(t) = self.types.get(name_or_id) {
+            return Ok(t);
+        }
+        if uuid::Uuid::parse_str(name_or_id).is_ok() {
+            match self
+                .api
+                .cinder(Request::get(
+                    Op::VolumeTypeGet,
+                    format!("types/{name_or_id}"),
+                ))
+                .await
+            {
+                Ok(ans) => {
+                    let env: VolumeTypeEnvelope = ans
+                        .json(Op::VolumeTypeGet)
+                        .map_err(|e| e.into_cloud(Resource::VolumeType, name_or_id))?;
+                    let t = VolumeType::from(env.volume_type);
+                    self.types.put(&t);
+                    return Ok(t);
+                }
+                // A type may be *named* like a UUID: fall through to the name lookup.
+                Err(e) if e.status() == Some(404) => {}
+                Err(e) => return Err(e.into_cloud(Resource::VolumeType, name_or_id)),
+            }
+        }
+        // Cinder's GET /types/{x} takes ids only; names need the list (public types and the
+        // private ones this project may use).
+        let ans = self
+            .api
+            .cinder(Request::get(Op::VolumeTypeList, "types"))
+            .await
+            .map_err(|e| e.into_cloud(Resource::VolumeType, name_or_id))?;
+        let list: VolumeTypeList = ans
+            .json(Op::VolumeTypeList)
+            .map_err(|e| e.into_cloud(Resource::VolumeType, name_or_id))?;
+        let mut found = None;
+        for dto in list.volume_types {
+            let t = VolumeType::from(dto);
+            self.types.put(&t);
+            if t.name == name_or_id || t.id == name_or_id {
+                found = Some(t);
+            }
+        }
+        found.ok_or_else(|| CloudError::not_found(Resource::VolumeType, name_or_id))
+    }
+}

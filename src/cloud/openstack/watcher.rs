@@ -1,0 +1,430 @@
+//! The shared volume status watcher: every `wait_volume` of a cloud goes through it, and one
+//! background round refreshes all waited-on volumes at once instead of each RPC polling its own.
+//!
+//! How a round refreshes N volumes with one request: Cinder's non-admin volume filters
+//! (`resource_filters.json`: name, status, metadata, bootable, migration_status,
+//! availability_zone, group_id, size, created_at, updated_at) cannot select by id, but since
+//! microversion 3.60 they compare times: `updated_at=gte:<t>`, `created_at=gte:<t>`.
+//! `updated_at` never goes backwards, so a list filtered on the oldest `updated_at` seen among
+//! the waited-on volumes returns every one of them that still exists — changed or not — plus
+//! only the project's other recently changed volumes. A volume never updated since its
+//! creation has a null `updated_at` that no such filter matches; those are found by
+//! `created_at=gte:<oldest creation among them>` instead (new volumes: a short list). So a
+//! round is one list (two when both kinds wait and the first did not cover all). Times come
+//! from Cinder's own answers (no clock skew), floored to the second minus one (the database may
+//! round). A volume of our own project missing from a list that covered it is gone (lists show
+//! the project's volumes, all pages); any other missing volume is checked with a GET. One volume,
+//! an unknown time, or a cloud below 3.60 (or refusing the filters) fall back to GETs, one per
+//! volume per round however many RPCs wait on it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+use futures::stream::{self, StreamExt};
+use tokio::sync::{watch, Notify};
+use tokio::time::{sleep_until, timeout_at, Instant};
+
+use super::api::{Api, Request};
+use super::dto::{has_next, ChangeMark, VolumeDto, VolumeEnvelope, VolumeList};
+use super::metrics::Op;
+use super::microversion::CINDER_TIME_FILTERS;
+use crate::cloud::{CloudError, CloudResult, Resource, Volume, VolumeWait};
+use condition::{evaluate, wanted, Verdict};
+
+/// First refresh after a wait starts: Cinder finishes most operations in 0.2–0.6 s.
+pub const POLL_FIRST: Duration = Duration::from_millis(250);
+/// Each round stretches every waiter's interval by this factor ...
+pub const POLL_FACTOR: f64 = 1.5;
+/// ... up to this. One round serves every waiter, so a short cap costs one request per round,
+/// not one per waiting RPC.
+pub const POLL_MAX: Duration = Duration::from_secs(2);
+/// Parallel GETs in a round that cannot batch.
+pub const GET_CONCURRENCY: usize = 8;
+/// A volume back in `available` without the attachment this long after the attach was
+/// requested: Nova rolled the attach back.
+pub const ATTACH_ROLLBACK_GRACE: Duration = Duration::from_secs(2);
+/// Remembered change times (for seeding new waits) are kept this many at most.
+const SEEN_CAP: usize = 4096;
+
+/// What the last round saw of one volume.
+#[derive(Debug, Clone)]
+enum Obs {
+    Pending,
+    Seen(Arc<VolumeDto>),
+    Gone,
+    Failed(CloudError),
+}
+
+/// What the watcher knows of a volume to find it in a time-filtered list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Known {
+    mark: ChangeMark,
+    project: Option<String>,
+}
+
+impl Known {
+    fn of(dto: &VolumeDto) -> Option<Self> {
+        Some(Self {
+            mark: dto.change_mark()?,
+            project: dto.project_id.clone(),
+        })
+    }
+}
+
+struct Entry {
+    waiters: usize,
+    known: Option<Known>,
+    interval: Duration,
+    due: Instant,
+    tx: watch::Sender<Obs>,
+}
+
+#[derive(Default)]
+struct State {
+    entries: HashMap<String, Entry>,
+    running: bool,
+    /// What was seen of volumes in any answer, to seed waits that start right after.
+    seen: HashMap<String, Known>,
+    /// The cloud refused the `updated_at` filter once: stop trying.
+    no_time_filter: bool,
+}
+
+pub struct Watcher {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    api: Arc<Api>,
+    state: Mutex<State>,
+    wake: Notify,
+}
+
+impl Watcher {
+    pub fn new(api: Arc<Api>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                api,
+                state: Mutex::new(State::default()),
+                wake: Notify::new(),
+            }),
+        }
+    }
+
+    /// Remember when Cinder last changed a volume we saw (create, get and list answers).
+    pub fn note(&self, dto: &VolumeDto) {
+        if let Some(t) = Known::of(dto) {
+            let mut st = self.inner.lock();
+            if st.seen.len() >= SEEN_CAP && !st.seen.contains_key(&dto.id) {
+                st.seen.clear();
+            }
+            st.seen.insert(dto.id.clone(), t);
+        }
+    }
+
+    /// Wait until `until` holds for volume `id`, an error state, or `deadline`. A volume that
+    /// is gone ends every wait with `NotFound` (for [`VolumeWait::Deleted`], that is success).
+    pub async fn wait(
+        &self,
+        id: &str,
+        until: &VolumeWait,
+        deadline: Instant,
+    ) -> CloudResult<Volume> {
+        let mut reg = Registration::new(&self.inner, id);
+        let started = Instant::now();
+        let mut last: Option<Volume> = None;
+        let mut last_error: Option<CloudError> = None;
+        loop {
+            match timeout_at(deadline, reg.rx.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => return Err(CloudError::Internal("status watcher stopped".into())),
+                Err(_) => {
+                    let last_status = match (&last, &last_error) {
+                        (Some(v), _) => v.status.to_string(),
+                        (None, Some(e)) => format!("unknown ({e})"),
+                        (None, None) => "unknown (no answer yet)".to_string(),
+                    };
+                    return Err(CloudError::WaitTimeout {
+                        resource: Resource::Volume,
+                        id: id.to_string(),
+                        wanted: wanted(until),
+                        last_status,
+                    });
+                }
+            }
+            let obs = reg.rx.borrow_and_update().clone();
+            match obs {
+                Obs::Pending => {}
+                Obs::Seen(dto) => {
+                    let vol = Volume::from((*dto).clone());
+                    match evaluate(until, &vol, started.elapsed()) {
+                        Verdict::Done => return Ok(vol),
+                        Verdict::Fail(e) => return Err(e),
+                        Verdict::Continue => last = Some(vol),
+                    }
+                }
+                Obs::Gone => return Err(CloudError::not_found(Resource::Volume, id)),
+                Obs::Failed(e) => match e {
+                    CloudError::Unavailable { .. } | CloudError::Internal(_) => {
+                        last_error = Some(e)
+                    }
+                    fatal => return Err(fatal),
+                },
+            }
+        }
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The single polling task: runs while anyone waits.
+    async fn run(self: Arc<Self>) {
+        loop {
+            let notified = self.wake.notified();
+            let next_due = {
+                let mut st = self.lock();
+                if st.entries.is_empty() {
+                    st.running = false;
+                    return;
+                }
+                st.entries.values().map(|e| e.due).min()
+            };
+            if let Some(due) = next_due.filter(|d| *d > Instant::now()) {
+                tokio::select! {
+                    _ = sleep_until(due) => {}
+                    _ = notified => {}
+                }
+                continue;
+            }
+            let (batch, time_filter_off) = {
+                let st = self.lock();
+                let batch: Vec<(String, Option<Known>)> = st
+                    .entries
+                    .iter()
+                    .map(|(id, e)| (id.clone(), e.known.clone()))
+                    .collect();
+                (batch, st.no_time_filter)
+            };
+            let results = self.refresh(batch, time_filter_off).await;
+            let now = Instant::now();
+            let mut st = self.lock();
+            for (id, obs) in results {
+                let known = match &obs {
+                    Obs::Seen(dto) => Known::of(dto),
+                    _ => None,
+                };
+                if let Some(k) = &known {
+                    st.seen.insert(id.clone(), k.clone());
+                }
+                if let Some(e) = st.entries.get_mut(&id) {
+                    if known.is_some() {
+                        e.known = known;
+                    }
+                    e.tx.send_replace(obs);
+                }
+            }
+            for e in st.entries.values_mut() {
+                e.interval = e.interval.mul_f64(POLL_FACTOR).min(POLL_MAX);
+                e.due = now + e.interval;
+            }
+        }
+    }
+
+    /// Fresh observations of every volume in `batch` (id, what is known of it).
+    async fn refresh(
+        &self,
+        batch: Vec<(String, Option<Known>)>,
+        time_filter_off: bool,
+    ) -> Vec<(String, Obs)> {
+        let mut out = Vec::with_capacity(batch.len());
+        let mut pending: HashMap<String, Option<Known>> = batch.into_iter().collect();
+        let can_list = pending.len() > 1
+            && !time_filter_off
+            && self
+                .api
+                .cinder_version()
+                .await
+                .is_ok_and(|v| v.supports(CINDER_TIME_FILTERS));
+        // Which kinds of mark a successful list covered (every pending volume of that kind).
+        let mut covered: Vec<bool> = Vec::new();
+        if can_list {
+            // New volumes by creation time first: that list is short and may cover the rest.
+            for created in [true, false] {
+                let since = pending
+                    .values()
+                    .filter_map(|k| match k.as_ref().map(|k| k.mark) {
+                        Some(ChangeMark::Created(t)) if created => Some(t),
+                        Some(ChangeMark::Updated(t)) if !created => Some(t),
+                        _ => None,
+                    })
+                    .min();
+                let listable = pending.values().filter(|k| k.is_some()).count();
+                // One volume left is cheaper as a GET.
+                let (Some(since), true) = (since, listable > 1) else {
+                    continue;
+                };
+                match self.list_since(created, since).await {
+                    Ok(mut found) => {
+                        covered.push(created);
+                        pending.retain(|id, _| match found.remove(id) {
+                            Some(dto) => {
+                                out.push((id.clone(), Obs::Seen(Arc::new(dto))));
+                                false
+                            }
+                            None => true,
+                        });
+                    }
+                    Err(e) => {
+                        if matches!(e, CloudError::BadRequest { .. }) {
+                            tracing::warn!(error = %e, "Cinder refused a time filter on the volume list; the status watcher falls back to one GET per volume");
+                            self.lock().no_time_filter = true;
+                        } else {
+                            tracing::debug!(error = %e, "status watcher list failed; trying GETs");
+                        }
+                        break;
+                    }
+                }
+            }
+        }
+        // Our project's volumes missing from a list that covered them are gone.
+        if !covered.is_empty() {
+            let project = self.api.project_id().await.ok();
+            pending.retain(|id, k| {
+                let gone = k.as_ref().is_some_and(|k| {
+                    k.project.is_some()
+                        && k.project == project
+                        && covered.contains(&matches!(k.mark, ChangeMark::Created(_)))
+                });
+                if gone {
+                    out.push((id.clone(), Obs::Gone));
+                }
+                !gone
+            });
+        }
+        let gets = stream::iter(pending.into_keys())
+            .map(|id| async move {
+                let obs = self.get(&id).await;
+                (id, obs)
+            })
+            .buffer_unordered(GET_CONCURRENCY)
+            .collect::<Vec<_>>()
+            .await;
+        out.extend(gets);
+        out
+    }
+
+    async fn get(&self, id: &str) -> Obs {
+        match self
+            .api
+            .cinder(Request::get(Op::VolumeGet, format!("volumes/{id}")))
+            .await
+        {
+            Ok(ans) => match ans.json::<VolumeEnvelope>(Op::VolumeGet) {
+                Ok(env) => Obs::Seen(Arc::new(env.volume)),
+                Err(e) => Obs::Failed(e.into_cloud(Resource::Volume, id)),
+            },
+            Err(e) => match e.into_cloud(Resource::Volume, id) {
+                CloudError::NotFound { .. } => Obs::Gone,
+                other => Obs::Failed(other),
+            },
+        }
+    }
+
+    /// Every volume of the project created (`created`) or last updated at or after `since`
+    /// (all pages), by id.
+    async fn list_since(
+        &self,
+        created: bool,
+        since: DateTime<Utc>,
+    ) -> CloudResult<HashMap<String, VolumeDto>> {
+        let filter = if created { "created_at" } else { "updated_at" };
+        let floor =
+            since.duration_trunc(TimeDelta::seconds(1)).unwrap_or(since) - TimeDelta::seconds(1);
+        let value = format!("gte:{}", floor.format("%Y-%m-%dT%H:%M:%S"));
+        let mut found = HashMap::new();
+        let mut marker: Option<String> = None;
+        loop {
+            let req = Request::get(Op::VolumeWatch, "volumes/detail")
+                .query(filter, value.clone())
+                .query_opt("marker", marker.take());
+            let ans = self
+                .api
+                .cinder(req)
+                .await
+                .map_err(|e| e.into_cloud(Resource::Volume, "(list)"))?;
+            let page: VolumeList = ans
+                .json(Op::VolumeWatch)
+                .map_err(|e| e.into_cloud(Resource::Volume, "(list)"))?;
+            let more = has_next(&page.volumes_links) && !page.volumes.is_empty();
+            marker = page.volumes.last().map(|v| v.id.clone());
+            found.extend(page.volumes.into_iter().map(|v| (v.id.clone(), v)));
+            if !more {
+                return Ok(found);
+            }
+        }
+    }
+}
+
+/// One waiting RPC; dropping it (also when the RPC is cancelled) stops watching the volume once
+/// nobody else waits on it.
+struct Registration {
+    inner: Arc<Inner>,
+    id: String,
+    rx: watch::Receiver<Obs>,
+}
+
+impl Registration {
+    fn new(inner: &Arc<Inner>, id: &str) -> Self {
+        let now = Instant::now();
+        let (rx, spawn) = {
+            let mut st = inner.lock();
+            let seeded = st.seen.get(id).cloned();
+            let e = st.entries.entry(id.to_string()).or_insert_with(|| Entry {
+                waiters: 0,
+                known: seeded,
+                interval: POLL_FIRST,
+                due: now + POLL_FIRST,
+                tx: watch::channel(Obs::Pending).0,
+            });
+            e.waiters += 1;
+            // A new waiter wants an answer soon, even on a volume watched for a while.
+            e.interval = POLL_FIRST;
+            e.due = e.due.min(now + POLL_FIRST);
+            let rx = e.tx.subscribe();
+            let spawn = !st.running;
+            st.running = true;
+            (rx, spawn)
+        };
+        if spawn {
+            tokio::spawn(inner.clone().run());
+        } else {
+            inner.wake.notify_one();
+        }
+        Self {
+            inner: inner.clone(),
+            id: id.to_string(),
+            rx,
+        }
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let mut st = self.inner.lock();
+        if let Some(e) = st.entries.get_mut(&self.id) {
+            e.waiters -= 1;
+            if e.waiters == 0 {
+                st.entries.remove(&self.id);
+            }
+        }
+    }
+}
+
+mod condition;
+
+#[cfg(test)]
+mod tests;

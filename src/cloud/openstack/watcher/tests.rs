@@ -1,0 +1,461 @@
+//! The shared watcher against the local imitation: many waits cost one list per round, error
+//! states end waits at once, deadlines give WaitTimeout with the last status, and the GET
+//! fallbacks.
+
+use std::sync::Arc;
+
+use super::*;
+use crate::cloud::openstack::testserver::{step, Fake, Step};
+use crate::cloud::openstack::{ApiMetrics, OpenStack};
+use crate::cloud::BlockStorage;
+use crate::cloud::VolumeStatus;
+
+async fn cloud(fake: &Fake) -> Arc<OpenStack> {
+    Arc::new(
+        OpenStack::new("", &fake.options(), Arc::new(ApiMetrics::new()))
+            .await
+            .unwrap(),
+    )
+}
+
+fn soon() -> Instant {
+    Instant::now() + Duration::from_secs(10)
+}
+
+fn vol(id: &str, status: VolumeStatus, attached: Option<&str>, size: u64) -> Volume {
+    Volume {
+        id: id.to_string(),
+        name: String::new(),
+        size_gib: size,
+        status,
+        availability_zone: String::new(),
+        volume_type: None,
+        multiattach: false,
+        bootable: false,
+        metadata: Default::default(),
+        attachments: attached
+            .map(|s| {
+                vec![crate::cloud::Attachment {
+                    server_id: s.into(),
+                    attachment_id: None,
+                    device: None,
+                }]
+            })
+            .unwrap_or_default(),
+        snapshot_id: None,
+        source_volume_id: None,
+        backup_id: None,
+        created_at: None,
+    }
+}
+
+#[test]
+fn conditions() {
+    use VolumeStatus::*;
+    let s = || "srv".to_string();
+    let t = Duration::ZERO;
+    assert_eq!(
+        evaluate(&VolumeWait::Available, &vol("v", Available, None, 1), t),
+        Verdict::Done
+    );
+    assert_eq!(
+        evaluate(&VolumeWait::Available, &vol("v", Creating, None, 1), t),
+        Verdict::Continue
+    );
+    let attached = VolumeWait::AttachedTo(s());
+    assert_eq!(
+        evaluate(&attached, &vol("v", InUse, Some("srv"), 1), t),
+        Verdict::Done
+    );
+    assert_eq!(
+        evaluate(&attached, &vol("v", Attaching, Some("srv"), 1), t),
+        Verdict::Continue
+    );
+    assert_eq!(
+        evaluate(&attached, &vol("v", InUse, Some("other"), 1), t),
+        Verdict::Continue
+    );
+    assert_eq!(
+        evaluate(&attached, &vol("v", Reserved, None, 1), t),
+        Verdict::Continue
+    );
+    // Back to available without our attachment, after the grace: Nova rolled it back.
+    assert_eq!(
+        evaluate(&attached, &vol("v", Available, None, 1), t),
+        Verdict::Continue
+    );
+    assert!(matches!(
+        evaluate(
+            &attached,
+            &vol("v", Available, None, 1),
+            ATTACH_ROLLBACK_GRACE
+        ),
+        Verdict::Fail(CloudError::ErrorState { .. })
+    ));
+    let detached = VolumeWait::DetachedFrom(s());
+    assert_eq!(
+        evaluate(&detached, &vol("v", Available, None, 1), t),
+        Verdict::Done
+    );
+    assert_eq!(
+        evaluate(&detached, &vol("v", InUse, Some("other"), 1), t),
+        Verdict::Done
+    );
+    assert_eq!(
+        evaluate(&detached, &vol("v", Detaching, None, 1), t),
+        Verdict::Continue
+    );
+    assert_eq!(
+        evaluate(&detached, &vol("v", InUse, Some("srv"), 1), t),
+        Verdict::Continue
+    );
+    let grown = VolumeWait::Extended(3);
+    assert_eq!(
+        evaluate(&grown, &vol("v", Extending, None, 3), t),
+        Verdict::Continue
+    );
+    assert_eq!(
+        evaluate(&grown, &vol("v", Available, None, 2), t),
+        Verdict::Continue
+    );
+    assert_eq!(
+        evaluate(&grown, &vol("v", InUse, Some("srv"), 3), t),
+        Verdict::Done
+    );
+    assert_eq!(
+        evaluate(&VolumeWait::Stable, &vol("v", Detaching, None, 1), t),
+        Verdict::Continue
+    );
+    assert_eq!(
+        evaluate(&VolumeWait::Stable, &vol("v", InUse, None, 1), t),
+        Verdict::Done
+    );
+    assert_eq!(
+        evaluate(&VolumeWait::Deleted, &vol("v", Deleting, None, 1), t),
+        Verdict::Continue
+    );
+    for st in [Error, ErrorExtending, ErrorDeleting] {
+        assert!(matches!(
+            evaluate(&VolumeWait::Stable, &vol("v", st, None, 1), t),
+            Verdict::Fail(CloudError::ErrorState { .. })
+        ));
+    }
+}
+
+/// Volumes known to the adapter (their change time seen) are refreshed with one list per
+/// round, however many RPCs wait.
+#[tokio::test]
+async fn many_waits_cost_one_list_per_round() {
+    let fake = Fake::start().await;
+    let os = cloud(&fake).await;
+    let mut ids = Vec::new();
+    for _ in 0..12 {
+        let v = os
+            .create_volume(&crate::cloud::NewVolume {
+                name: "pvc".into(),
+                size_gib: 1,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        ids.push(v.id);
+    }
+    // Each volume stays `creating` for two more reads, then becomes available.
+    fake.with(|s| {
+        for id in &ids {
+            s.script(
+                id,
+                vec![step("creating"), step("creating"), step("available")],
+            );
+        }
+    });
+    let waits = ids.iter().map(|id| {
+        let os = os.clone();
+        let id = id.clone();
+        tokio::spawn(async move { os.wait_volume(&id, &VolumeWait::Available, soon()).await })
+    });
+    for r in futures::future::join_all(waits).await {
+        assert_eq!(r.unwrap().unwrap().status, VolumeStatus::Available);
+    }
+    // New volumes (never updated) are found by creation time, then by update time.
+    assert_eq!(
+        fake.count("GET /cinder/v3/volumes/detail?created_at=gte"),
+        1
+    );
+    assert_eq!(
+        fake.count("GET /cinder/v3/volumes/detail?updated_at=gte"),
+        2
+    );
+    assert_eq!(
+        fake.count("GET /cinder/v3/volumes/vol-"),
+        0,
+        "no per-volume GETs"
+    );
+}
+
+#[tokio::test]
+async fn unknown_volumes_are_fetched_once_then_listed() {
+    let fake = Fake::start().await;
+    let os = cloud(&fake).await;
+    for i in 0..5 {
+        fake.add_volume(
+            &format!("v{i}"),
+            "creating",
+            vec![step("creating"), step("creating"), step("available")],
+        );
+    }
+    let waits = (0..5).map(|i| {
+        let os = os.clone();
+        tokio::spawn(async move {
+            os.wait_volume(&format!("v{i}"), &VolumeWait::Available, soon())
+                .await
+        })
+    });
+    for r in futures::future::join_all(waits).await {
+        r.unwrap().unwrap();
+    }
+    assert_eq!(
+        fake.count("GET /cinder/v3/volumes/v"),
+        5,
+        "one GET each to learn the change time"
+    );
+    assert_eq!(
+        fake.count("GET /cinder/v3/volumes/detail?updated_at=gte"),
+        2
+    );
+}
+
+#[tokio::test]
+async fn two_rpcs_on_one_volume_share_its_refresh() {
+    let fake = Fake::start().await;
+    let os = cloud(&fake).await;
+    fake.add_volume(
+        "v1",
+        "attaching",
+        vec![
+            step("attaching"),
+            Step {
+                status: "in-use",
+                attached_to: Some("srv"),
+                size: None,
+            },
+        ],
+    );
+    let a = tokio::spawn({
+        let os = os.clone();
+        async move {
+            os.wait_volume("v1", &VolumeWait::AttachedTo("srv".into()), soon())
+                .await
+        }
+    });
+    let b = tokio::spawn({
+        let os = os.clone();
+        async move { os.wait_volume("v1", &VolumeWait::Stable, soon()).await }
+    });
+    let (a, b) = (a.await.unwrap().unwrap(), b.await.unwrap().unwrap());
+    assert_eq!(
+        (a.status, b.status),
+        (VolumeStatus::InUse, VolumeStatus::InUse)
+    );
+    assert_eq!(fake.count("GET /cinder/v3/volumes/v1"), 2);
+}
+
+#[tokio::test]
+async fn error_state_ends_the_wait_with_cinders_reason() {
+    let fake = Fake::start().await;
+    let os = cloud(&fake).await;
+    fake.add_volume("bad", "creating", vec![step("error")]);
+    let started = Instant::now();
+    let err = os
+        .wait_volume("bad", &VolumeWait::Available, soon())
+        .await
+        .unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(2));
+    match err {
+        CloudError::ErrorState {
+            status, reason, id, ..
+        } => {
+            assert_eq!((status.as_str(), id.as_str()), ("error", "bad"));
+            assert!(reason
+                .unwrap()
+                .contains("Could not find any available weighted backend"));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn the_deadline_gives_wait_timeout_with_the_last_status() {
+    let fake = Fake::start().await;
+    let os = cloud(&fake).await;
+    fake.add_volume("slow", "creating", vec![]);
+    let deadline = Instant::now() + Duration::from_millis(900);
+    let err = os
+        .wait_volume("slow", &VolumeWait::Available, deadline)
+        .await
+        .unwrap_err();
+    assert!(
+        Instant::now() < deadline + Duration::from_millis(200),
+        "ends at the deadline"
+    );
+    assert_eq!(
+        err,
+        CloudError::WaitTimeout {
+            resource: Resource::Volume,
+            id: "slow".into(),
+            wanted: "available".into(),
+            last_status: "creating".into(),
+        }
+    );
+}
+
+#[tokio::test]
+async fn deletion_and_missing_volumes() {
+    let fake = Fake::start().await;
+    let os = cloud(&fake).await;
+    fake.add_volume("old", "deleting", vec![step("deleting")]);
+    fake.vanish_after_script("old");
+    // Gone is NotFound, for a deletion wait too (the port's contract).
+    let gone = os
+        .wait_volume("old", &VolumeWait::Deleted, soon())
+        .await
+        .unwrap_err();
+    assert_eq!(gone, CloudError::not_found(Resource::Volume, "old"));
+    assert!(
+        fake.count("GET /cinder/v3/volumes/old") >= 2,
+        "saw it deleting first"
+    );
+    let err = os
+        .wait_volume("never", &VolumeWait::Available, soon())
+        .await
+        .unwrap_err();
+    assert_eq!(err, CloudError::not_found(Resource::Volume, "never"));
+}
+
+/// Volumes of our project that vanish from a list covering them are gone without a GET;
+/// a volume of another project (an admin's view) is confirmed with one.
+#[tokio::test]
+async fn deletions_are_seen_in_the_list() {
+    let fake = Fake::start().await;
+    let os = cloud(&fake).await;
+    for id in ["d1", "d2", "d3"] {
+        fake.add_volume(id, "deleting", vec![step("deleting")]);
+        fake.vanish_after_script(id);
+    }
+    fake.with(|s| {
+        s.volumes.get_mut("d3").unwrap()["os-vol-tenant-attr:tenant_id"] =
+            serde_json::json!("other")
+    });
+    for id in ["d1", "d2", "d3"] {
+        os.get_volume(id).await.unwrap();
+    }
+    let gets = || {
+        ["d1", "d2", "d3"]
+            .iter()
+            .map(|id| fake.count(&format!("GET /cinder/v3/volumes/{id}")))
+            .sum::<usize>()
+    };
+    let before = gets();
+    let waits = ["d1", "d2", "d3"].map(|id| {
+        let os = os.clone();
+        tokio::spawn(async move { os.wait_volume(id, &VolumeWait::Deleted, soon()).await })
+    });
+    for (r, id) in futures::future::join_all(waits)
+        .await
+        .into_iter()
+        .zip(["d1", "d2", "d3"])
+    {
+        assert_eq!(
+            r.unwrap().unwrap_err(),
+            CloudError::not_found(Resource::Volume, id)
+        );
+    }
+    assert_eq!(
+        gets() - before,
+        1,
+        "only the other project's volume is confirmed by GET"
+    );
+    assert_eq!(fake.count("GET /cinder/v3/volumes/detail?updated_at"), 1);
+}
+
+#[tokio::test]
+async fn a_refused_time_filter_falls_back_to_gets_for_good() {
+    let fake = Fake::start().await;
+    fake.with(|s| s.refuse_time_filter = true);
+    let os = cloud(&fake).await;
+    for i in 0..3 {
+        os.get_volume(&{
+            fake.add_volume(
+                &format!("f{i}"),
+                "creating",
+                vec![
+                    step("creating"),
+                    step("creating"),
+                    step("creating"),
+                    step("available"),
+                ],
+            );
+            format!("f{i}")
+        })
+        .await
+        .unwrap();
+    }
+    let waits = (0..3).map(|i| {
+        let os = os.clone();
+        tokio::spawn(async move {
+            os.wait_volume(&format!("f{i}"), &VolumeWait::Available, soon())
+                .await
+        })
+    });
+    for r in futures::future::join_all(waits).await {
+        r.unwrap().unwrap();
+    }
+    assert_eq!(fake.count("GET /cinder/v3/volumes/detail"), 1, "tried once");
+}
+
+#[tokio::test]
+async fn below_3_60_the_watcher_uses_gets() {
+    let fake = Fake::start().await;
+    fake.with(|s| s.cinder_max = "3.59".into());
+    let os = cloud(&fake).await;
+    for i in 0..3 {
+        fake.add_volume(
+            &format!("g{i}"),
+            "creating",
+            vec![step("creating"), step("available")],
+        );
+        os.get_volume(&format!("g{i}")).await.unwrap();
+    }
+    let waits = (0..3).map(|i| {
+        let os = os.clone();
+        tokio::spawn(async move {
+            os.wait_volume(&format!("g{i}"), &VolumeWait::Available, soon())
+                .await
+        })
+    });
+    for r in futures::future::join_all(waits).await {
+        r.unwrap().unwrap();
+    }
+    assert_eq!(fake.count("GET /cinder/v3/volumes/detail"), 0);
+}
+
+#[tokio::test]
+async fn a_cancelled_wait_stops_the_polling() {
+    let fake = Fake::start().await;
+    let os = cloud(&fake).await;
+    fake.add_volume("c", "creating", vec![]);
+    let _ = tokio::time::timeout(
+        Duration::from_millis(600),
+        os.wait_volume("c", &VolumeWait::Available, soon()),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let n = fake.count("GET /cinder/v3/volumes/c");
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert_eq!(
+        fake.count("GET /cinder/v3/volumes/c"),
+        n,
+        "nobody polls for a dropped wait"
+    );
+    assert!(!os.watcher.inner.lock().running);
+}
