@@ -281,6 +281,13 @@ pub fn controller_options(args: &ServeArgs, bs: &config::BlockStorageConfig) -> 
 
 pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     let plan = plan(&args)?;
+    let ignored = args.upstream.ignored();
+    if !ignored.is_empty() {
+        tracing::warn!(
+            flags = %ignored.join(" "),
+            "upstream cinder-csi-plugin flags accepted and ignored: this driver has no use for them"
+        );
+    }
     let http_addr = args
         .http_endpoint
         .as_deref()

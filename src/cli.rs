@@ -131,9 +131,9 @@ pub struct ServeArgs {
     #[arg(long, env = "CINDER_CSI_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
 
-    /// Log filter, e.g. `info`, `debug`, `cinder_csi=debug,info`.
-    #[arg(long, env = "CINDER_CSI_LOG_LEVEL", default_value = "info")]
-    pub log_level: String,
+    /// Log filter, e.g. `info`, `debug`, `cinder_csi=debug,info` [default: info, or from --v].
+    #[arg(long, env = "CINDER_CSI_LOG_LEVEL")]
+    pub log_level: Option<String>,
 
     /// Advanced/test: directory searched for attached disks by serial.
     #[arg(
@@ -163,9 +163,83 @@ pub struct ServeArgs {
         help_heading = "Advanced and test options"
     )]
     pub shutdown_grace: u64,
+
+    #[command(flatten)]
+    pub upstream: UpstreamCompat,
+}
+
+/// Flags of upstream cinder-csi-plugin that this driver has no use for. They are accepted so
+/// an upstream manifest keeps working unchanged, and reported once at startup.
+#[derive(Debug, Clone, Default, Args)]
+pub struct UpstreamCompat {
+    /// klog verbosity; mapped to --log-level when that is not given (≥4 debug, ≥6 trace).
+    #[arg(long = "v", hide = true, value_name = "N")]
+    pub verbosity: Option<u8>,
+    /// Deprecated upstream; the node id comes from --node-id or the metadata.
+    #[arg(long = "nodeid", hide = true)]
+    pub nodeid: Option<String>,
+    /// Deprecated upstream no-op.
+    #[arg(long = "node-service-no-os-client", hide = true, num_args = 0..=1,
+          default_missing_value = "true", action = ArgAction::Set)]
+    pub node_service_no_os_client: Option<bool>,
+    /// PVC affinity annotations need a Kubernetes API client, which this driver does not run.
+    #[arg(long = "pvc-annotations", hide = true, num_args = 0..=1,
+          default_missing_value = "true", action = ArgAction::Set)]
+    pub pvc_annotations: Option<bool>,
+    #[arg(long = "kubeconfig", hide = true)]
+    pub kubeconfig: Option<String>,
+    #[arg(long = "master", hide = true)]
+    pub master: Option<String>,
+    #[arg(long = "kube-api-qps", hide = true)]
+    pub kube_api_qps: Option<String>,
+    #[arg(long = "kube-api-burst", hide = true)]
+    pub kube_api_burst: Option<String>,
+    #[arg(long = "min-resync-period", hide = true)]
+    pub min_resync_period: Option<String>,
+    #[arg(long = "user-agent", hide = true)]
+    pub user_agent: Vec<String>,
+}
+
+impl UpstreamCompat {
+    /// The upstream flags that were given, by name, for the startup warning.
+    pub fn ignored(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        let given = [
+            ("--nodeid", self.nodeid.is_some()),
+            (
+                "--node-service-no-os-client",
+                self.node_service_no_os_client.is_some(),
+            ),
+            ("--pvc-annotations", self.pvc_annotations.is_some()),
+            ("--kubeconfig", self.kubeconfig.is_some()),
+            ("--master", self.master.is_some()),
+            ("--kube-api-qps", self.kube_api_qps.is_some()),
+            ("--kube-api-burst", self.kube_api_burst.is_some()),
+            ("--min-resync-period", self.min_resync_period.is_some()),
+            ("--user-agent", !self.user_agent.is_empty()),
+        ];
+        for (name, set) in given {
+            if set {
+                out.push(name);
+            }
+        }
+        out
+    }
 }
 
 impl ServeArgs {
+    /// `--log-level`, else upstream's `--v` verbosity, else `info`.
+    pub fn effective_log_level(&self) -> String {
+        if let Some(level) = &self.log_level {
+            return level.clone();
+        }
+        match self.upstream.verbosity {
+            Some(v) if v >= 6 => "trace".into(),
+            Some(v) if v >= 4 => "debug".into(),
+            _ => "info".into(),
+        }
+    }
+
     /// The mode after applying the upstream `--provide-*-service` aliases.
     pub fn effective_mode(&self) -> Result<Mode, String> {
         let controller = self.provide_controller_service.unwrap_or(true);
@@ -264,6 +338,30 @@ mod tests {
         );
         let mut v = vec!["cinder-csi", "--additional-topology", "novalue"];
         assert!(Cli::try_parse_from(v.drain(..)).is_err());
+    }
+
+    #[test]
+    fn upstream_manifest_flags_are_accepted() {
+        let a = parse(&[
+            "--v=5",
+            "--pvc-annotations",
+            "--nodeid=x",
+            "--node-service-no-os-client=true",
+            "--user-agent=a",
+        ]);
+        assert_eq!(a.effective_log_level(), "debug");
+        assert_eq!(
+            a.upstream.ignored(),
+            vec![
+                "--nodeid",
+                "--node-service-no-os-client",
+                "--pvc-annotations",
+                "--user-agent"
+            ]
+        );
+        let a = parse(&["--v=5", "--log-level=warn"]);
+        assert_eq!(a.effective_log_level(), "warn");
+        assert_eq!(parse(&[]).effective_log_level(), "info");
     }
 
     #[test]

@@ -42,7 +42,7 @@ fn client(fut: impl std::future::Future<Output = u8>) -> ExitCode {
 }
 
 fn serve(args: ServeArgs) -> ExitCode {
-    if let Err(e) = cinder_csi::telemetry::init(args.log_format, &args.log_level) {
+    if let Err(e) = cinder_csi::telemetry::init(args.log_format, &args.effective_log_level()) {
         eprintln!("cinder-csi: {e}");
         return ExitCode::from(64);
     }

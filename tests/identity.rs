@@ -140,3 +140,28 @@ async fn http_endpoint_serves_health_and_rpc_metrics() {
     );
     assert_eq!(http_get(port, "/nope").0, 404);
 }
+
+/// An upstream node DaemonSet's arguments work unchanged (plus the node id, as the metadata
+/// service is not reachable here).
+#[tokio::test]
+async fn upstream_node_arguments_are_accepted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let kubelet = format!("--kubelet-dir={}", tmp.path().display());
+    let driver = Driver::start(&[
+        "--provide-controller-service=false",
+        "--cloud-config=/etc/config/cloud.conf",
+        "--v=1",
+        "--nodeid=ignored",
+        "--node-service-no-os-client=true",
+        "--node-id=0b5c2b1e-7c55-4b7c-9a4a-3f3c9f1d2e11",
+        &kubelet,
+    ]);
+    let mut client = IdentityClient::new(driver.channel().await);
+    let caps = client
+        .get_plugin_capabilities(GetPluginCapabilitiesRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .capabilities;
+    assert!(!services(&caps).contains(&service::Type::ControllerService));
+}
