@@ -43,7 +43,7 @@ struct CloudEntry {
     verify: Option<bool>,
 }
 
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Default, Clone, Deserialize)]
 #[serde(default)]
 struct AuthEntry {
     auth_url: Option<String>,
@@ -63,6 +63,38 @@ struct AuthEntry {
     application_credential_secret: Option<String>,
     token: Option<String>,
     trust_id: Option<String>,
+}
+
+/// Prints the credentials as `<redacted>`; everything else as is.
+impl std::fmt::Debug for AuthEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hidden = |v: &Option<String>| v.as_ref().map(|_| "<redacted>");
+        f.debug_struct("AuthEntry")
+            .field("auth_url", &self.auth_url)
+            .field("username", &self.username)
+            .field("password", &hidden(&self.password))
+            .field("user_id", &self.user_id)
+            .field("project_id", &self.project_id)
+            .field("project_name", &self.project_name)
+            .field("project_domain_id", &self.project_domain_id)
+            .field("project_domain_name", &self.project_domain_name)
+            .field("user_domain_id", &self.user_domain_id)
+            .field("user_domain_name", &self.user_domain_name)
+            .field("domain_id", &self.domain_id)
+            .field("domain_name", &self.domain_name)
+            .field("application_credential_id", &self.application_credential_id)
+            .field(
+                "application_credential_name",
+                &self.application_credential_name,
+            )
+            .field(
+                "application_credential_secret",
+                &hidden(&self.application_credential_secret),
+            )
+            .field("token", &hidden(&self.token))
+            .field("trust_id", &self.trust_id)
+            .finish()
+    }
 }
 
 /// Parses a clouds.yaml/secure.yaml text into its `clouds` entries.
@@ -293,4 +325,25 @@ fn fill(g: &mut GlobalConfig, e: &CloudEntry, cloud: &str, file: &Path) -> Resul
         g.origins.insert("os-endpoint-type".to_string(), from);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod debug_tests {
+    use super::*;
+
+    #[test]
+    fn debug_never_prints_credentials() {
+        let text =
+            "clouds:\n  c:\n    auth:\n      username: demo\n      password: pw-Secret1\n      \
+                    token: tok-Secret2\n      application_credential_secret: ac-Secret3\n";
+        let entries = parse(Path::new("clouds.yaml"), text).unwrap();
+        let shown = format!("{entries:?}");
+        assert!(
+            shown.contains("demo") && shown.contains("<redacted>"),
+            "{shown}"
+        );
+        for s in ["pw-Secret1", "tok-Secret2", "ac-Secret3"] {
+            assert!(!shown.contains(s), "{shown}");
+        }
+    }
 }

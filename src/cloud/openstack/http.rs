@@ -77,11 +77,21 @@ fn proxies(p: &ProxyOptions) -> Result<Vec<reqwest::Proxy>, String> {
             } else {
                 reqwest::Proxy::http(url.as_str())
             }
-            .map_err(|e| format!("{key} {url:?}: {e}"))?;
+            .map_err(|e| format!("{key} {:?}: {e}", redact_userinfo(url)))?;
             out.push(proxy.no_proxy(reqwest::NoProxy::from_string(&no_proxy)));
         }
     }
     Ok(out)
+}
+
+/// A proxy URL as it may be shown: `user:password@` becomes `<redacted>@`.
+fn redact_userinfo(url: &str) -> String {
+    let start = url.find("://").map_or(0, |i| i + 3);
+    let end = url[start..].find('/').map_or(url.len(), |i| start + i);
+    match url[start..end].rfind('@') {
+        Some(at) => format!("{}<redacted>{}", &url[..start], &url[start + at..]),
+        None => url.to_string(),
+    }
 }
 
 struct TlsMaterial {
@@ -237,6 +247,26 @@ mod tests {
         let mut o = OpenStackOptions::new("http://127.0.0.1:5000/v3", Default::default());
         o.tls = tls;
         o
+    }
+
+    #[test]
+    fn a_bad_proxy_url_is_reported_without_its_password() {
+        assert_eq!(
+            redact_userinfo("http://u:p@proxy:3128/x@y"),
+            "http://<redacted>@proxy:3128/x@y"
+        );
+        assert_eq!(redact_userinfo("u:p@proxy:3128"), "<redacted>@proxy:3128");
+        assert_eq!(redact_userinfo("http://proxy:3128"), "http://proxy:3128");
+        let p = ProxyOptions {
+            https: Some("http://admin:s3cr3t@proxy:notaport".into()),
+            ..Default::default()
+        };
+        let e = proxies(&p).unwrap_err();
+        assert!(
+            e.starts_with("HTTPS_PROXY \"http://<redacted>@proxy:notaport\""),
+            "{e}"
+        );
+        assert!(!e.contains("s3cr3t") && !e.contains("admin"), "{e}");
     }
 
     #[tokio::test]
