@@ -20,7 +20,7 @@ use crate::csi::pb::identity_server::IdentityServer;
 use crate::csi::pb::node_server::NodeServer;
 use crate::driver::controller::{Controller, ControllerOptions};
 use crate::driver::node::{NodeCore, NodeOptions, NodeReadiness};
-use crate::driver::probe::{CloudReadiness, Readiness};
+use crate::driver::probe::{CloudHealthObserver, CloudMonitor, NodeHealth, Readiness};
 use crate::host::linux::LinuxHost;
 use crate::metadata::{self, Metadata};
 use crate::metrics::Metrics;
@@ -264,6 +264,15 @@ pub async fn build_clouds(
     }
 }
 
+/// Sets `cinder_csi_cloud_up` from the background cloud checks.
+struct CloudUpGauge(Arc<Metrics>);
+
+impl CloudHealthObserver for CloudUpGauge {
+    fn observe(&self, cloud: &str, up: bool) {
+        self.0.set_cloud_up(cloud, up);
+    }
+}
+
 /// Controller behaviour from the flags and cloud.conf `[BlockStorage]`.
 pub fn controller_options(args: &ServeArgs, bs: &config::BlockStorageConfig) -> ControllerOptions {
     ControllerOptions {
@@ -288,6 +297,12 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
             "upstream cinder-csi-plugin flags accepted and ignored: this driver has no use for them"
         );
     }
+    for warning in args.upstream.warnings() {
+        tracing::warn!("{warning}");
+    }
+    if let Some(value) = std::env::var_os("NODE_ID") {
+        tracing::warn!(NODE_ID = ?value, "{}", crate::cli::NODE_ID_ENV_WARNING);
+    }
     let http_addr = args
         .http_endpoint
         .as_deref()
@@ -295,11 +310,19 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
         .transpose()
         .map_err(AppError::Config)?;
     let metrics = Metrics::new();
+    // Probe and /healthz: the plugin's own health, local and fast. /readyz adds `readiness`.
+    let mut health: Vec<Arc<dyn Readiness>> = Vec::new();
     let mut readiness: Vec<Arc<dyn Readiness>> = Vec::new();
     // Built before anything binds: a bad backend or config exits 64 first.
     let controller = if plan.controller {
         let clouds = build_clouds(&args, &plan, &metrics).await?;
-        readiness.push(CloudReadiness::new(clouds.clone()));
+        // Cloud reachability is watched in the background, never asked by Probe.
+        let monitor = CloudMonitor::new(
+            clouds.clone(),
+            Some(Arc::new(CloudUpGauge(metrics.clone()))),
+        );
+        monitor.spawn();
+        readiness.push(monitor);
         let core = Controller::new(
             clouds,
             controller_options(&args, &plan.config.block_storage),
@@ -323,6 +346,7 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     let node_service = match (&plan.metadata, plan.node) {
         (Some(metadata), true) => {
             let core = node_core(&args, &plan.config, metadata.clone());
+            health.push(Arc::new(NodeHealth { core: core.clone() }));
             readiness.push(Arc::new(NodeReadiness { core: core.clone() }));
             Some(NodeServer::new(NodeService::new(core)))
         }
@@ -334,7 +358,7 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
         vendor_version: crate::version::vendor_version(),
         controller: plan.controller,
         topology: args.with_topology,
-        readiness: readiness.clone(),
+        health: health.clone(),
     };
 
     let listener = Listener::bind(&plan.endpoint)
@@ -351,12 +375,13 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     if let Some(addr) = http_addr {
         let state = Arc::new(crate::http_endpoint::HttpState {
             metrics: metrics.clone(),
+            health,
             readiness,
         });
         let bound = crate::http_endpoint::spawn(addr, state)
             .await
             .map_err(AppError::Runtime)?;
-        tracing::info!(address = %bound, "serving /metrics and /healthz");
+        tracing::info!(address = %bound, "serving /metrics, /healthz and /readyz");
     }
     let rpcs = RpcTracker::new();
     let router = Server::builder()

@@ -107,8 +107,9 @@ pub struct ServeArgs {
           value_delimiter = ',', value_parser = parse_key_value)]
     pub additional_topology: Vec<(String, String)>,
 
-    /// Node id (Nova instance UUID); overrides the metadata lookup.
-    #[arg(long, env = "NODE_ID", value_name = "ID")]
+    /// Node id (Nova instance UUID); overrides the metadata lookup. Not read from `NODE_ID`:
+    /// upstream manifests set that to the Kubernetes node name for their ignored `--nodeid`.
+    #[arg(long, env = "CINDER_CSI_NODE_ID", value_name = "ID")]
     pub node_id: Option<String>,
 
     /// CSI driver name.
@@ -173,7 +174,8 @@ pub struct ServeArgs {
 #[derive(Debug, Clone, Default, Args)]
 pub struct UpstreamCompat {
     /// klog verbosity; mapped to --log-level when that is not given (≥4 debug, ≥6 trace).
-    #[arg(long = "v", hide = true, value_name = "N")]
+    /// Upstream's chart spells it `-v=2`, its manifests `--v=1`.
+    #[arg(long = "v", short = 'v', hide = true, value_name = "N")]
     pub verbosity: Option<u8>,
     /// Deprecated upstream; the node id comes from --node-id or the metadata.
     #[arg(long = "nodeid", hide = true)]
@@ -182,7 +184,8 @@ pub struct UpstreamCompat {
     #[arg(long = "node-service-no-os-client", hide = true, num_args = 0..=1,
           default_missing_value = "true", action = ArgAction::Set)]
     pub node_service_no_os_client: Option<bool>,
-    /// PVC affinity annotations need a Kubernetes API client, which this driver does not run.
+    /// PVC affinity annotations need a Kubernetes API client, which this driver does not run:
+    /// `--pvc-annotations` is accepted and warned about (see [`UpstreamCompat::warnings`]).
     #[arg(long = "pvc-annotations", hide = true, num_args = 0..=1,
           default_missing_value = "true", action = ArgAction::Set)]
     pub pvc_annotations: Option<bool>,
@@ -200,7 +203,28 @@ pub struct UpstreamCompat {
     pub user_agent: Vec<String>,
 }
 
+/// What `--pvc-annotations` would have done upstream and does not do here.
+pub const PVC_ANNOTATIONS_WARNING: &str =
+    "--pvc-annotations is set but PVC annotations are NOT honoured: \
+    cinder.csi.openstack.org/affinity and cinder.csi.openstack.org/anti-affinity on a PVC are \
+    ignored and volumes are created without Cinder scheduler hints (same_host/different_host)";
+
+/// Upstream's ignored `--nodeid` was fed from `NODE_ID`; this driver reads neither.
+pub const NODE_ID_ENV_WARNING: &str = "the NODE_ID environment variable is set but not used: \
+    the node id is --node-id / CINDER_CSI_NODE_ID, else the Nova instance UUID from the metadata \
+    (upstream manifests set NODE_ID to the Kubernetes node name, which is not a Nova id); \
+    remove NODE_ID";
+
 impl UpstreamCompat {
+    /// Startup warnings about upstream flags whose meaning is lost here.
+    pub fn warnings(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if self.pvc_annotations == Some(true) {
+            out.push(PVC_ANNOTATIONS_WARNING);
+        }
+        out
+    }
+
     /// The upstream flags that were given, by name, for the startup warning.
     pub fn ignored(&self) -> Vec<&'static str> {
         let mut out = Vec::new();
@@ -276,6 +300,27 @@ impl ServeArgs {
     pub fn serves_node(&self) -> bool {
         matches!(self.effective_mode(), Ok(Mode::Node | Mode::All))
     }
+}
+
+/// The image ships `/bin/cinder-csi-plugin` (a link to this binary) and upstream manifests
+/// pass it as the first argument (`args: [/bin/cinder-csi-plugin, --endpoint=…]`), which the
+/// image's entrypoint then receives as a positional argument. A first argument that names
+/// upstream's binary is therefore dropped.
+pub fn normalize_argv<I, T>(argv: I) -> Vec<std::ffi::OsString>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString>,
+{
+    let mut args: Vec<std::ffi::OsString> = argv.into_iter().map(Into::into).collect();
+    let names_upstream = |a: &std::ffi::OsString| {
+        std::path::Path::new(a)
+            .file_name()
+            .is_some_and(|n| n == "cinder-csi-plugin")
+    };
+    if args.len() > 1 && names_upstream(&args[1]) {
+        args.remove(1);
+    }
+    args
 }
 
 fn parse_key_value(s: &str) -> Result<(String, String), String> {
@@ -362,6 +407,55 @@ mod tests {
         let a = parse(&["--v=5", "--log-level=warn"]);
         assert_eq!(a.effective_log_level(), "warn");
         assert_eq!(parse(&[]).effective_log_level(), "info");
+    }
+
+    #[test]
+    fn upstream_binary_path_as_first_argument_is_dropped() {
+        let argv = normalize_argv([
+            "/usr/local/bin/cinder-csi",
+            "/bin/cinder-csi-plugin",
+            "--endpoint=unix://csi/csi.sock",
+            "-v=2",
+        ]);
+        let a = Cli::try_parse_from(argv).unwrap().serve;
+        assert_eq!(a.endpoint, "unix://csi/csi.sock");
+        assert_eq!(a.upstream.verbosity, Some(2));
+        // Invoked as the upstream name (the image's symlink): nothing to drop.
+        let argv = normalize_argv(["/bin/cinder-csi-plugin", "--v=5"]);
+        assert_eq!(argv.len(), 2);
+        assert_eq!(
+            Cli::try_parse_from(argv)
+                .unwrap()
+                .serve
+                .effective_log_level(),
+            "debug"
+        );
+        let argv = normalize_argv(["cinder-csi", "cinder-csi-plugin", "--mode=node"]);
+        assert_eq!(argv, vec!["cinder-csi", "--mode=node"]);
+        // Only the first argument, and only that exact name.
+        let argv = normalize_argv(["cinder-csi", "--mode=node", "/bin/cinder-csi-plugin"]);
+        assert_eq!(argv.len(), 3);
+        let argv = normalize_argv(["cinder-csi", "/bin/cinder-csi-plugin-x"]);
+        assert_eq!(argv.len(), 2);
+        assert!(Cli::try_parse_from(argv).is_err());
+    }
+
+    #[test]
+    fn pvc_annotations_warns_that_annotations_are_ignored() {
+        let a = parse(&["--pvc-annotations"]);
+        let w = a.upstream.warnings();
+        assert_eq!(w.len(), 1);
+        assert!(
+            w[0].contains("cinder.csi.openstack.org/affinity")
+                && w[0].contains("anti-affinity")
+                && w[0].contains("NOT honoured"),
+            "{w:?}"
+        );
+        assert!(parse(&["--pvc-annotations=false"])
+            .upstream
+            .warnings()
+            .is_empty());
+        assert!(parse(&[]).upstream.warnings().is_empty());
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! The optional `--http-endpoint`: `/metrics` (Prometheus text) and `/healthz` (the same
-//! readiness checks as the Probe RPC).
+//! The optional `--http-endpoint`: `/metrics` (Prometheus text), `/healthz` (the plugin's own
+//! health, the same checks as the Probe RPC) and `/readyz` (health plus what the plugin needs
+//! from outside: every cloud answering its last background check, the node's identity known).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -10,7 +11,7 @@ use hyper::body::Bytes;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 
-use crate::driver::probe::Readiness;
+use crate::driver::probe::{check_all, NotReady, Readiness};
 use crate::metrics::Metrics;
 
 /// `:8080` means every address; `host:port` is taken as is.
@@ -26,6 +27,10 @@ pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
 
 pub struct HttpState {
     pub metrics: Arc<Metrics>,
+    /// `/healthz`: local and fast, as Probe.
+    pub health: Vec<Arc<dyn Readiness>>,
+    /// `/readyz`, after `health`: reads the cloud monitor's last results (no request) and the
+    /// node's metadata (cached once resolved).
     pub readiness: Vec<Arc<dyn Readiness>>,
 }
 
@@ -52,6 +57,17 @@ pub async fn spawn(addr: SocketAddr, state: Arc<HttpState>) -> Result<SocketAddr
     Ok(local)
 }
 
+fn checked(result: Result<(), NotReady>) -> (StatusCode, &'static str, String) {
+    match result {
+        Ok(()) => (StatusCode::OK, "text/plain", "ok\n".to_string()),
+        Err(e) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "text/plain",
+            format!("{}\n", e.reason),
+        ),
+    }
+}
+
 async fn handle(
     state: Arc<HttpState>,
     req: Request<hyper::body::Incoming>,
@@ -62,19 +78,13 @@ async fn handle(
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
             state.metrics.encode(),
         ),
-        "/healthz" | "/readyz" => {
-            let mut result = (StatusCode::OK, "text/plain", "ok\n".to_string());
-            for r in &state.readiness {
-                if let Err(e) = r.check().await {
-                    result = (
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        "text/plain",
-                        format!("{}\n", e.reason),
-                    );
-                    break;
-                }
+        "/healthz" => checked(check_all(&state.health).await),
+        "/readyz" => {
+            let mut result = check_all(&state.health).await;
+            if result.is_ok() {
+                result = check_all(&state.readiness).await;
             }
-            result
+            checked(result)
         }
         _ => (
             StatusCode::NOT_FOUND,

@@ -6,7 +6,8 @@ use cinder_csi::app::{self, AppError};
 use cinder_csi::cli::{Cli, Command, ServeArgs};
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    // Upstream manifests pass `/bin/cinder-csi-plugin` as the first argument.
+    let cli = match Cli::try_parse_from(cinder_csi::cli::normalize_argv(std::env::args_os())) {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();

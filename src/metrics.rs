@@ -1,5 +1,6 @@
-//! Prometheus metrics: CSI RPCs (count by method and code, latency by method) and cloud API
-//! requests (upstream's `openstack_api_*` names, so existing dashboards keep working).
+//! Prometheus metrics: CSI RPCs (count by method and code, latency by method), cloud API
+//! requests (upstream's `openstack_api_*` names, so existing dashboards keep working) and
+//! each cloud's reachability (the controller's background check).
 
 use std::sync::{Arc, Mutex};
 
@@ -7,6 +8,7 @@ use prometheus_client::encoding::text::encode;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
@@ -19,6 +21,11 @@ struct RpcLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct MethodLabel {
     method: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CloudLabel {
+    cloud: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -44,6 +51,7 @@ pub struct Metrics {
     api_requests: Family<RequestLabel, Counter>,
     api_errors: Family<RequestLabel, Counter>,
     api_duration: HistogramFamily<RequestLabel>,
+    cloud_up: Family<CloudLabel, Gauge>,
 }
 
 impl Metrics {
@@ -79,6 +87,12 @@ impl Metrics {
             "Cloud API request latency, by operation",
             api_duration.clone(),
         );
+        let cloud_up = Family::<CloudLabel, Gauge>::default();
+        registry.register(
+            "cinder_csi_cloud_up",
+            "1 when the cloud (cloud=\"\" is [Global]) answered its last background check, else 0",
+            cloud_up.clone(),
+        );
         Arc::new(Self {
             registry: Mutex::new(registry),
             rpc_requests,
@@ -86,6 +100,7 @@ impl Metrics {
             api_requests,
             api_errors,
             api_duration,
+            cloud_up,
         })
     }
 
@@ -113,6 +128,15 @@ impl Metrics {
             self.api_errors.get_or_create(&label).inc();
         }
         self.api_duration.get_or_create(&label).observe(seconds);
+    }
+
+    /// The result of one background check of `cloud`.
+    pub fn set_cloud_up(&self, cloud: &str, up: bool) {
+        self.cloud_up
+            .get_or_create(&CloudLabel {
+                cloud: cloud.to_string(),
+            })
+            .set(i64::from(up));
     }
 
     /// The text exposition format.
@@ -146,5 +170,22 @@ mod tests {
         assert!(text.contains(r#"openstack_api_requests_total{request="volume_create"} 2"#));
         assert!(text.contains(r#"openstack_api_request_errors_total{request="volume_create"} 1"#));
         assert!(text.contains("cinder_csi_rpc_duration_seconds_bucket"));
+    }
+
+    #[test]
+    fn cloud_gauge_follows_the_last_check() {
+        let m = Metrics::new();
+        m.set_cloud_up("east", true);
+        m.set_cloud_up("", true);
+        m.set_cloud_up("east", false);
+        let text = m.encode();
+        assert!(
+            text.contains(r#"cinder_csi_cloud_up{cloud="east"} 0"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"cinder_csi_cloud_up{cloud=""} 1"#),
+            "{text}"
+        );
     }
 }

@@ -25,21 +25,35 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
-    /// Parse `unix:///abs/path`, `unix:/abs/path`, or `tcp://host:port`.
+    /// Parse `unix:///abs/path`, `unix:/abs/path`, `unix://dir/path` or `tcp://host:port`.
+    ///
+    /// `unix://csi/csi.sock` (upstream's manifests and chart) is `/csi/csi.sock`, as upstream
+    /// reads it: Go's `net/url` takes `csi` as the host and `/csi.sock` as the path, joins them
+    /// and roots the result. The path is cleaned lexically the same way (`//`, `.`, `..`).
     pub fn parse(s: &str) -> Result<Self, String> {
-        if let Some(rest) = s
-            .strip_prefix("unix://")
-            .or_else(|| s.strip_prefix("unix:"))
-        {
-            let path = PathBuf::from(rest);
-            if !path.is_absolute() {
+        let scheme_is = |p: &str| s.get(..p.len()).is_some_and(|h| h.eq_ignore_ascii_case(p));
+        if scheme_is("unix:") {
+            let rest = &s["unix:".len()..];
+            let path = if let Some(after) = rest.strip_prefix("//") {
+                // Host and path alike become the path (`unix://csi/csi.sock`).
+                format!("/{after}")
+            } else if rest.starts_with('/') {
+                rest.to_string()
+            } else {
                 return Err(format!(
                     "--endpoint {s:?}: the socket path must be absolute, e.g. unix:///csi/csi.sock"
+                ));
+            };
+            let path = clean_path(&path);
+            if path == Path::new("/") {
+                return Err(format!(
+                    "--endpoint {s:?}: no socket path, e.g. unix:///csi/csi.sock"
                 ));
             }
             return Ok(Self::Unix(path));
         }
-        if let Some(rest) = s.strip_prefix("tcp://") {
+        if scheme_is("tcp://") {
+            let rest = &s["tcp://".len()..];
             if rest.is_empty() || !rest.contains(':') {
                 return Err(format!("--endpoint {s:?}: expected tcp://host:port"));
             }
@@ -49,6 +63,22 @@ impl Endpoint {
             "--endpoint {s:?}: expected unix:///abs/path.sock or tcp://host:port"
         ))
     }
+}
+
+/// Lexical cleaning of an absolute path, like Go's `path.Clean`: repeated `/` and `.` go,
+/// `..` removes the previous element (and stays at `/`).
+fn clean_path(p: &str) -> PathBuf {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in p.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            other => parts.push(other),
+        }
+    }
+    PathBuf::from(format!("/{}", parts.join("/")))
 }
 
 /// Socket mode: kubelet and the sidecars run as root or in the socket's group.
@@ -423,9 +453,41 @@ mod tests {
             Endpoint::parse("tcp://127.0.0.1:10000").unwrap(),
             Endpoint::Tcp("127.0.0.1:10000".into())
         );
-        assert!(Endpoint::parse("unix://relative.sock").is_err());
         assert!(Endpoint::parse("/csi/csi.sock").is_err());
+        assert!(Endpoint::parse("unix:csi.sock").is_err());
+        assert!(Endpoint::parse("unix://").is_err());
+        assert!(Endpoint::parse("unix:///").is_err());
+        assert!(Endpoint::parse("ünix://x").is_err());
         assert!(Endpoint::parse("tcp://").is_err());
+    }
+
+    /// Upstream's `CSI_ENDPOINT=unix://csi/csi.sock` and its other spellings, as Go's net/url
+    /// + path.Join read them.
+    #[test]
+    fn parses_upstream_endpoint_forms() {
+        for (given, want) in [
+            ("unix://csi/csi.sock", "/csi/csi.sock"),
+            ("unix:///csi/csi.sock", "/csi/csi.sock"),
+            ("unix:////csi//csi.sock", "/csi/csi.sock"),
+            ("UNIX://csi/csi.sock", "/csi/csi.sock"),
+            ("unix://relative.sock", "/relative.sock"),
+            (
+                "unix:///var/lib/kubelet/plugins/x/./csi.sock",
+                "/var/lib/kubelet/plugins/x/csi.sock",
+            ),
+            ("unix:///a/b/../csi.sock", "/a/csi.sock"),
+            ("unix:///../csi.sock", "/csi.sock"),
+        ] {
+            assert_eq!(
+                Endpoint::parse(given).unwrap(),
+                Endpoint::Unix(PathBuf::from(want)),
+                "{given}"
+            );
+        }
+        assert_eq!(
+            Endpoint::parse("TCP://127.0.0.1:10000").unwrap(),
+            Endpoint::Tcp("127.0.0.1:10000".into())
+        );
     }
 
     #[test]

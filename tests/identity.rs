@@ -132,6 +132,8 @@ async fn http_endpoint_serves_health_and_rpc_metrics() {
     }
     let (code, body) = http_get(port, "/healthz");
     assert_eq!((code, body.trim()), (200, "ok"));
+    let (code, body) = http_get(port, "/readyz");
+    assert_eq!((code, body.trim()), (200, "ok"));
     let (code, body) = http_get(port, "/metrics");
     assert_eq!(code, 200);
     assert!(
@@ -164,4 +166,134 @@ async fn upstream_node_arguments_are_accepted() {
         .into_inner()
         .capabilities;
     assert!(!services(&caps).contains(&service::Type::ControllerService));
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A controller whose Keystone is down still answers Probe at once and OK: the sidecars
+/// (csi-lib-utils ProbeForever) would exit on an error, and the livenessprobe would restart
+/// the plugin. The outage shows on /readyz, in the `cinder_csi_cloud_up` gauge and in the log.
+#[tokio::test]
+async fn probe_is_ok_and_fast_while_the_cloud_is_down() {
+    let tmp = tempfile::tempdir().unwrap();
+    let conf = tmp.path().join("cloud.conf");
+    // Port 9 (discard) refuses connections: Keystone is down.
+    std::fs::write(
+        &conf,
+        "[Global]\nauth-url = http://127.0.0.1:9/v3\nuser-id = u\npassword = p\ntenant-id = t\n\
+         [Global \"east\"]\nauth-url = http://127.0.0.1:9/v3\nuser-id = u\npassword = p\ntenant-id = t\n",
+    )
+    .unwrap();
+    let port = free_port();
+    let conf_arg = format!("--cloud-config={}", conf.display());
+    let http = format!("--http-endpoint=127.0.0.1:{port}");
+    let driver = Driver::start(&[
+        "--mode=controller",
+        &conf_arg,
+        "--cloud-name=",
+        "--cloud-name=east",
+        &http,
+    ]);
+    let mut client = IdentityClient::new(driver.channel().await);
+    for _ in 0..5 {
+        let started = std::time::Instant::now();
+        let probe = client.probe(ProbeRequest {}).await.unwrap().into_inner();
+        assert_eq!(probe.ready, Some(true));
+        assert!(started.elapsed() < std::time::Duration::from_millis(500));
+    }
+    let (code, body) = http_get(port, "/healthz");
+    assert_eq!((code, body.trim()), (200, "ok"));
+    // The background check runs at startup; wait for its first answer.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let body = loop {
+        let (code, body) = http_get(port, "/readyz");
+        assert_eq!(code, 503, "{body}");
+        if body.contains("not reachable") && !body.contains("not checked yet") {
+            break body;
+        }
+        assert!(std::time::Instant::now() < until, "{body}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert!(
+        body.contains("the default cloud ([Global]) is not reachable")
+            && body.contains("cloud \"east\" is not reachable"),
+        "{body}"
+    );
+    let (_, metrics) = http_get(port, "/metrics");
+    assert!(
+        metrics.contains(r#"cinder_csi_cloud_up{cloud="east"} 0"#),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(r#"cinder_csi_cloud_up{cloud=""} 0"#),
+        "{metrics}"
+    );
+    // Probe still OK.
+    client.probe(ProbeRequest {}).await.unwrap();
+}
+
+/// An upstream node manifest, as written: `/bin/cinder-csi-plugin` as the first argument
+/// (the image's entrypoint receives it), `CSI_ENDPOINT=unix://<dir>/csi.sock` without the
+/// third slash, `-v=2`, `--pvc-annotations`, and `NODE_ID` set to the Kubernetes node name.
+#[tokio::test]
+async fn upstream_manifest_invocation_works_and_warns() {
+    use cinder_csi::csi::pb::node_client::NodeClient;
+    use cinder_csi::csi::pb::NodeGetInfoRequest;
+    use std::process::{Command, Stdio};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let socket = tmp.path().join("csi/csi.sock");
+    let endpoint = format!(
+        "unix://{}",
+        socket.display().to_string().trim_start_matches('/')
+    );
+    let log = tmp.path().join("stderr.log");
+    let local = format!("--local-dir={}", tmp.path().join("local").display());
+    let kubelet = format!("--kubelet-dir={}", tmp.path().display());
+    let child = Command::new(env!("CARGO_BIN_EXE_cinder-csi"))
+        .args([
+            "/bin/cinder-csi-plugin",
+            "-v=2",
+            "--nodeid=k8s-node-1",
+            "--provide-controller-service=false",
+            "--pvc-annotations",
+            "--backend=local",
+            &local,
+            &kubelet,
+        ])
+        .env("CSI_ENDPOINT", &endpoint)
+        .env("NODE_ID", "k8s-node-1")
+        .env_remove("CINDER_CSI_NODE_ID")
+        .stdin(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let driver = common::Driver {
+        child: Some(child),
+        socket: socket.clone(),
+        dir: tmp,
+    };
+    driver.wait_for_socket(std::time::Duration::from_secs(10));
+    let mut node = NodeClient::new(driver.channel().await);
+    let info = node
+        .node_get_info(NodeGetInfoRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_ne!(
+        info.node_id, "k8s-node-1",
+        "NODE_ID must not become the node id"
+    );
+    let text = std::fs::read_to_string(driver.path().join("stderr.log")).unwrap();
+    assert!(
+        text.contains("NODE_ID environment variable is set but not used"),
+        "{text}"
+    );
+    assert!(text.contains("PVC annotations are NOT honoured"), "{text}");
 }

@@ -1,5 +1,5 @@
 //! CSI Identity service: plugin info, capabilities that match what this process serves, and
-//! a truthful Probe.
+//! a Probe that reports the plugin's own health (never the cloud's: see `driver::probe`).
 
 use std::sync::Arc;
 
@@ -11,15 +11,15 @@ use super::pb::{
     GetPluginCapabilitiesRequest, GetPluginCapabilitiesResponse, GetPluginInfoRequest,
     GetPluginInfoResponse, PluginCapability, ProbeRequest, ProbeResponse,
 };
-use crate::driver::probe::Readiness;
+use crate::driver::probe::{check_all, Readiness};
 
 pub struct IdentityService {
     pub driver_name: String,
     pub vendor_version: String,
     pub controller: bool,
     pub topology: bool,
-    /// Everything that must be ready for Probe to say so.
-    pub readiness: Vec<Arc<dyn Readiness>>,
+    /// Local, fast health checks; Probe fails when one does. No cloud check belongs here.
+    pub health: Vec<Arc<dyn Readiness>>,
 }
 
 fn service_cap(t: service::Type) -> PluginCapability {
@@ -67,14 +67,12 @@ impl Identity for IdentityService {
     }
 
     async fn probe(&self, _req: Request<ProbeRequest>) -> Result<Response<ProbeResponse>, Status> {
-        for r in &self.readiness {
-            if let Err(not_ready) = r.check().await {
-                return Err(if not_ready.transient {
-                    Status::unavailable(not_ready.reason)
-                } else {
-                    Status::failed_precondition(not_ready.reason)
-                });
-            }
+        if let Err(not_ready) = check_all(&self.health).await {
+            return Err(if not_ready.transient {
+                Status::unavailable(not_ready.reason)
+            } else {
+                Status::failed_precondition(not_ready.reason)
+            });
         }
         Ok(Response::new(ProbeResponse { ready: Some(true) }))
     }

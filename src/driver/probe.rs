@@ -1,16 +1,25 @@
-//! Readiness for the Identity Probe RPC: the controller is ready when its clouds answered
-//! recently, the node when its metadata resolved and its host tools are present.
+//! Health (the Identity Probe RPC and `/healthz`) and readiness (`/readyz`).
+//!
+//! Probe reports the plugin's own health only and never calls the cloud. The CSI sidecars
+//! (csi-lib-utils `ProbeForever`, at provisioner/attacher/snapshotter/resizer startup) exit on
+//! any Probe error other than DeadlineExceeded, and the livenessprobe sidecar restarts the
+//! plugin when Probe fails or takes longer than its 1 s default timeout. A Probe that asked
+//! Keystone or Cinder would therefore turn a cloud outage during a controller reschedule into
+//! crash-looping sidecars, kill in-flight waits, and let one region's outage stop every region.
+//! Cloud reachability is watched in the background by [`CloudMonitor`] instead: a warning log
+//! on failure, the `cinder_csi_cloud_up` gauge, and `/readyz`.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tokio::sync::Mutex;
-use tokio::time::Instant;
 
-use crate::cloud::Clouds;
+use crate::cloud::{Cloud, Clouds};
+use crate::driver::node::params::DEFAULT_FS;
+use crate::driver::node::NodeCore;
 
-/// Why a service is not ready; `transient` failures map to Unavailable, the others to
+/// Why a check failed; `transient` failures map to Unavailable, the others to
 /// FailedPrecondition (an operator has to fix something).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NotReady {
@@ -18,80 +27,187 @@ pub struct NotReady {
     pub transient: bool,
 }
 
+/// One health or readiness check. Health checks (Probe, `/healthz`) must be local and answer
+/// in milliseconds; readiness checks (`/readyz`) may wait on the network.
 #[async_trait]
 pub trait Readiness: Send + Sync {
     async fn check(&self) -> Result<(), NotReady>;
 }
 
-/// A successful cloud check is trusted for this long: liveness probes call Probe often and
-/// must not cost an API call each time.
-pub const CLOUD_CHECK_TTL: Duration = Duration::from_secs(30);
-/// A failed check is retried no sooner than this, so a dead cloud is not hammered.
-pub const CLOUD_FAILURE_TTL: Duration = Duration::from_secs(5);
-/// Bound on one check so Probe answers within the liveness probe's timeout.
+/// How often each cloud is checked: one `GET /volumes?limit=1` per cloud per interval.
+pub const CLOUD_CHECK_INTERVAL: Duration = Duration::from_secs(30);
+/// After a failure the next check comes sooner, so recovery is seen quickly.
+pub const CLOUD_RETRY_INTERVAL: Duration = Duration::from_secs(10);
+/// Bound on one check.
 pub const CLOUD_CHECK_TIMEOUT: Duration = Duration::from_secs(8);
 
-/// Controller readiness: every configured cloud answered within [`CLOUD_CHECK_TTL`].
-pub struct CloudReadiness {
-    clouds: Clouds,
-    last: Mutex<Option<(Instant, Result<(), NotReady>)>>,
+/// Receives every check result, e.g. to set a gauge per cloud.
+pub trait CloudHealthObserver: Send + Sync {
+    fn observe(&self, cloud: &str, up: bool);
 }
 
-impl CloudReadiness {
-    pub fn new(clouds: Clouds) -> Arc<Self> {
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum CloudState {
+    NotChecked,
+    Up,
+    Down(String),
+}
+
+/// Checks every configured cloud in the background and remembers the last answer; reading it
+/// (`/readyz`) never makes a request.
+pub struct CloudMonitor {
+    clouds: Clouds,
+    observer: Option<Arc<dyn CloudHealthObserver>>,
+    state: Mutex<BTreeMap<String, CloudState>>,
+}
+
+fn label(name: &str) -> String {
+    if name.is_empty() {
+        "the default cloud ([Global])".to_string()
+    } else {
+        format!("cloud {name:?}")
+    }
+}
+
+impl CloudMonitor {
+    pub fn new(clouds: Clouds, observer: Option<Arc<dyn CloudHealthObserver>>) -> Arc<Self> {
+        let state = clouds
+            .names()
+            .map(|n| (n.to_string(), CloudState::NotChecked))
+            .collect();
         Arc::new(Self {
             clouds,
-            last: Mutex::new(None),
+            observer,
+            state: Mutex::new(state),
         })
     }
 
-    async fn check_now(&self) -> Result<(), NotReady> {
-        for cloud in self.clouds.iter() {
-            let label = if cloud.name.is_empty() {
-                "default cloud".to_string()
-            } else {
-                format!("cloud {:?}", cloud.name)
-            };
-            match tokio::time::timeout(CLOUD_CHECK_TIMEOUT, cloud.storage.check()).await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    return Err(NotReady {
-                        reason: format!("{label} is not answering: {e}"),
-                        transient: true,
-                    })
-                }
-                Err(_) => {
-                    return Err(NotReady {
-                        reason: format!(
-                            "{label} did not answer within {}s",
-                            CLOUD_CHECK_TIMEOUT.as_secs()
-                        ),
-                        transient: true,
-                    })
-                }
+    /// Check now, then keep checking until the process ends.
+    pub fn spawn(self: &Arc<Self>) {
+        let me = self.clone();
+        tokio::spawn(async move {
+            loop {
+                let all_up = me.check_all().await;
+                let next = if all_up {
+                    CLOUD_CHECK_INTERVAL
+                } else {
+                    CLOUD_RETRY_INTERVAL
+                };
+                tokio::time::sleep(next).await;
             }
+        });
+    }
+
+    /// One round: every cloud checked concurrently (one slow region delays no other).
+    /// Returns whether all answered.
+    pub async fn check_all(&self) -> bool {
+        let checks = self.clouds.iter().map(|c| self.check_one(c));
+        futures::future::join_all(checks)
+            .await
+            .into_iter()
+            .all(|up| up)
+    }
+
+    async fn check_one(&self, cloud: &Cloud) -> bool {
+        let result = match tokio::time::timeout(CLOUD_CHECK_TIMEOUT, cloud.storage.check()).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err(format!(
+                "no answer within {}s",
+                CLOUD_CHECK_TIMEOUT.as_secs()
+            )),
+        };
+        let new = match &result {
+            Ok(()) => CloudState::Up,
+            Err(e) => CloudState::Down(e.clone()),
+        };
+        let old = {
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            state.insert(cloud.name.clone(), new.clone())
+        };
+        match (&result, old) {
+            // Every failure is logged: an operator must see an outage while it lasts.
+            (Err(e), _) => tracing::warn!(
+                cloud = %cloud.name,
+                error = %e,
+                "{} is not reachable; CSI calls that need it will fail until it is",
+                label(&cloud.name)
+            ),
+            (Ok(()), Some(CloudState::Down(_))) => {
+                tracing::info!(cloud = %cloud.name, "{} is reachable again", label(&cloud.name))
+            }
+            _ => {}
         }
-        Ok(())
+        if let Some(o) = &self.observer {
+            o.observe(&cloud.name, result.is_ok());
+        }
+        result.is_ok()
     }
 }
 
 #[async_trait]
-impl Readiness for CloudReadiness {
+impl Readiness for CloudMonitor {
+    /// Ready when every cloud answered its last check.
     async fn check(&self) -> Result<(), NotReady> {
-        // Holding the lock across the check collapses concurrent probes into one API call.
-        let mut last = self.last.lock().await;
-        if let Some((at, result)) = last.as_ref() {
-            let ttl = if result.is_ok() {
-                CLOUD_CHECK_TTL
-            } else {
-                CLOUD_FAILURE_TTL
-            };
-            if at.elapsed() < ttl {
-                return result.clone();
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut problems = Vec::new();
+        for (name, s) in state.iter() {
+            match s {
+                CloudState::Up => {}
+                CloudState::NotChecked => problems.push(format!("{} not checked yet", label(name))),
+                CloudState::Down(e) => {
+                    problems.push(format!("{} is not reachable: {e}", label(name)))
+                }
             }
         }
-        let result = self.check_now().await;
-        *last = Some((Instant::now(), result.clone()));
-        result
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(NotReady {
+                reason: problems.join("; "),
+                transient: true,
+            })
+        }
     }
 }
+
+/// Node health for Probe: the tools the node spawns for its default filesystem are installed
+/// (a local `PATH` lookup). The node's identity (metadata service or config drive) is not
+/// part of it: a slow metadata service must not get the plugin restarted; `/readyz` and
+/// NodeGetInfo report it.
+pub struct NodeHealth {
+    pub core: Arc<NodeCore>,
+}
+
+#[async_trait]
+impl Readiness for NodeHealth {
+    async fn check(&self) -> Result<(), NotReady> {
+        let host = self.core.host().clone();
+        let missing =
+            tokio::task::spawn_blocking(move || host.filesystems.missing_tools(DEFAULT_FS))
+                .await
+                .unwrap_or_default();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        Err(NotReady {
+            reason: format!(
+                "{} not installed in the plugin's image (needed to format and grow {DEFAULT_FS})",
+                missing.join(", ")
+            ),
+            transient: false,
+        })
+    }
+}
+
+/// Runs `checks` in order; the first failure wins.
+pub async fn check_all(checks: &[Arc<dyn Readiness>]) -> Result<(), NotReady> {
+    for c in checks {
+        c.check().await?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "probe_tests.rs"]
+mod tests;

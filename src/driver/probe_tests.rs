@@ -1,0 +1,109 @@
+use std::sync::Mutex as StdMutex;
+
+use super::*;
+use crate::cloud::fake::{FakeCloud, Op};
+use crate::cloud::CloudError;
+use crate::driver::node::NodeOptions;
+use crate::host::fake::FakeHost;
+use crate::metadata::{InstanceMetadata, Metadata, MetadataError};
+
+#[derive(Default)]
+struct Seen(StdMutex<Vec<(String, bool)>>);
+
+impl CloudHealthObserver for Seen {
+    fn observe(&self, cloud: &str, up: bool) {
+        self.0.lock().unwrap().push((cloud.to_string(), up));
+    }
+}
+
+fn unavailable() -> CloudError {
+    CloudError::Unavailable {
+        message: "keystone: connection refused".into(),
+        request_id: Default::default(),
+    }
+}
+
+#[tokio::test]
+async fn monitor_reports_each_cloud_without_asking_on_read() {
+    let a = FakeCloud::new();
+    let b = FakeCloud::new();
+    let seen = Arc::new(Seen::default());
+    let monitor = CloudMonitor::new(
+        Clouds::new([a.cloud(""), b.cloud("east")]),
+        Some(seen.clone()),
+    );
+    let not = monitor.check().await.unwrap_err();
+    assert!(not.reason.contains("not checked yet"), "{not:?}");
+
+    assert!(monitor.check_all().await);
+    monitor.check().await.unwrap();
+    // Reading the state makes no request.
+    for _ in 0..5 {
+        monitor.check().await.unwrap();
+    }
+    assert_eq!((a.calls(Op::Check), b.calls(Op::Check)), (1, 1));
+
+    // One region down: only that cloud is reported, the other stays up.
+    b.fail_next(Op::Check, unavailable());
+    assert!(!monitor.check_all().await);
+    let not = monitor.check().await.unwrap_err();
+    assert!(not.transient);
+    assert!(
+        not.reason.contains("cloud \"east\" is not reachable")
+            && not.reason.contains("connection refused")
+            && !not.reason.contains("[Global]"),
+        "{not:?}"
+    );
+
+    assert!(monitor.check_all().await);
+    monitor.check().await.unwrap();
+    let seen = seen.0.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        vec![
+            ("".to_string(), true),
+            ("east".to_string(), true),
+            ("".to_string(), true),
+            ("east".to_string(), false),
+            ("".to_string(), true),
+            ("east".to_string(), true),
+        ]
+    );
+}
+
+struct NoMetadata;
+
+#[async_trait]
+impl Metadata for NoMetadata {
+    async fn instance(&self) -> Result<InstanceMetadata, MetadataError> {
+        Err(MetadataError::Unavailable(
+            "metadata service: connection refused".into(),
+        ))
+    }
+}
+
+#[tokio::test]
+async fn node_health_is_local_tools_only() {
+    let fake = FakeHost::new();
+    let core = NodeCore::new(
+        fake.host(),
+        Arc::new(NoMetadata),
+        NodeOptions {
+            kubelet_dir: "/var/lib/kubelet".into(),
+            max_volumes_per_node: 256,
+            with_topology: true,
+            additional_topology: vec![],
+        },
+    );
+    let health = NodeHealth { core };
+    // The metadata service being down does not make the plugin unhealthy.
+    health.check().await.unwrap();
+    fake.state().missing_tools = vec!["mkfs.ext4".into()];
+    let not = health.check().await.unwrap_err();
+    assert!(!not.transient);
+    assert!(
+        not.reason
+            .contains("mkfs.ext4 not installed in the plugin's image"),
+        "{not:?}"
+    );
+}
