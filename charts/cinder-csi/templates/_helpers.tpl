@@ -1,12 +1,17 @@
 {{- define "cinder-csi.name" -}}
-{{- .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- .Values.nameOverride | default .Chart.Name | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
 {{- define "cinder-csi.fullname" -}}
-{{- if contains .Chart.Name .Release.Name -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := include "cinder-csi.name" . -}}
+{{- if contains $name .Release.Name -}}
 {{- .Release.Name | trunc 50 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 50 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
@@ -37,4 +42,105 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - --with-topology={{ .Values.withTopology }}
 - --log-level={{ .Values.logLevel }}
 - --log-format={{ .Values.logFormat }}
+{{- end -}}
+
+{{/* The cloud-config volume: a Secret, or the node's /etc/kubernetes (upstream's hostMount). */}}
+{{- define "cinder-csi.cloudConfigVolume" -}}
+{{- if .Values.secret.enabled -}}
+- name: cloud-config
+  secret:
+    secretName: {{ .Values.secret.name }}
+{{- else if .Values.secret.hostMount -}}
+- name: cloud-config
+  hostPath:
+    path: /etc/kubernetes
+    type: Directory
+{{- end -}}
+{{- end -}}
+
+{{- define "cinder-csi.cloudConfigMount" -}}
+{{- if or .Values.secret.enabled .Values.secret.hostMount -}}
+- name: cloud-config
+  mountPath: /etc/config
+  readOnly: true
+{{- end -}}
+{{- end -}}
+
+{{/*
+A cloud.conf value, double-quoted for the gcfg syntax the driver parses (src/config/ini.rs):
+inside quotes `#` and `;` are literal, and `\`, `"`, newline and tab are escaped.
+*/}}
+{{- define "cinder-csi.iniValue" -}}
+{{- $s := toString . -}}
+{{- /* YAML numbers arrive as float64: print whole ones without an exponent (1e+06). */ -}}
+{{- if and (kindIs "float64" .) (eq (float64 (int64 .)) .) -}}
+{{- $s = printf "%d" (int64 .) -}}
+{{- end -}}
+"{{ $s | replace "\\" "\\\\" | replace "\"" "\\\"" | replace "\n" "\\n" | replace "\t" "\\t" }}"
+{{- end -}}
+
+{{/*
+Values of upstream's openstack-cinder-csi chart that this chart spells differently: fail with
+the key to use instead of silently ignoring them.
+*/}}
+{{- define "cinder-csi.rejectUpstreamKeys" -}}
+{{- $v := .Values | toYaml | fromYaml -}}
+{{- $renamed := list
+  (list "csi.plugin.nodePlugin.kubeletDir" "node.kubeletDir")
+  (list "csi.plugin.nodePlugin.dnsPolicy" "node.dnsPolicy")
+  (list "csi.plugin.nodePlugin.nodeSelector" "node.nodeSelector")
+  (list "csi.plugin.nodePlugin.tolerations" "node.tolerations")
+  (list "csi.plugin.nodePlugin.affinity" "node.affinity")
+  (list "csi.plugin.nodePlugin.hostAliases" "node.hostAliases")
+  (list "csi.plugin.nodePlugin.podAnnotations" "node.podAnnotations")
+  (list "csi.plugin.nodePlugin.podLabels" "node.podLabels")
+  (list "csi.plugin.nodePlugin.podSecurityContext" "node.podSecurityContext")
+  (list "csi.plugin.nodePlugin.extraArgs" "node.extraArgs")
+  (list "csi.plugin.controllerPlugin.replicas" "controller.replicas")
+  (list "csi.plugin.controllerPlugin.strategy" "controller.strategy")
+  (list "csi.plugin.controllerPlugin.nodeSelector" "controller.nodeSelector")
+  (list "csi.plugin.controllerPlugin.tolerations" "controller.tolerations")
+  (list "csi.plugin.controllerPlugin.affinity" "controller.affinity")
+  (list "csi.plugin.controllerPlugin.hostAliases" "controller.hostAliases")
+  (list "csi.plugin.controllerPlugin.podAnnotations" "controller.podAnnotations")
+  (list "csi.plugin.controllerPlugin.podLabels" "controller.podLabels")
+  (list "csi.plugin.controllerPlugin.podSecurityContext" "controller.podSecurityContext")
+  (list "csi.plugin.controllerPlugin.securityContext" "controller.securityContext")
+  (list "csi.plugin.controllerPlugin.extraArgs" "controller.extraArgs")
+  (list "csi.plugin.image" "image (repository, tag, pullPolicy)")
+  (list "csi.plugin.resources" "controller.resources and node.resources")
+  (list "csi.plugin.extraArgs" "controller.extraArgs and node.extraArgs")
+  (list "csi.plugin.extraEnv" "controller.extraEnv and node.extraEnv")
+  (list "csi.plugin.volumes" "controller.extraVolumes and node.extraVolumes")
+  (list "csi.plugin.volumeMounts" "controller.extraVolumeMounts and node.extraVolumeMounts")
+  (list "csi.plugin.httpEndpoint" "controller.metricsPort")
+  (list "csi.plugin.podMonitor" "(none: scrape controller.metricsPort yourself)")
+  (list "csi.attacher" "sidecars.attacher")
+  (list "csi.provisioner" "sidecars.provisioner")
+  (list "csi.snapshotter" "sidecars.snapshotter")
+  (list "csi.resizer" "sidecars.resizer")
+  (list "csi.livenessprobe" "sidecars.livenessProbe, controller.livenessProbe and node.livenessProbe")
+  (list "csi.nodeDriverRegistrar" "sidecars.nodeDriverRegistrar")
+  (list "logVerbosityLevel" "logLevel (info, debug, ...)")
+  (list "extraLabels" "commonLabels")
+  (list "priorityClassName" "controller.priorityClassName and node.priorityClassName")
+  (list "pvcAnnotations" "(none: PVC affinity/anti-affinity annotations are not supported)")
+-}}
+{{- range $renamed -}}
+{{- $path := splitList "." (index . 0) -}}
+{{- $node := $v -}}
+{{- range $path -}}
+{{- if kindIs "map" $node -}}
+{{- $node = get $node . -}}
+{{- else -}}
+{{- $node = "" -}}
+{{- end -}}
+{{- end -}}
+{{- if not (empty $node) -}}
+{{- fail (printf "values key %q is from upstream's openstack-cinder-csi chart; this chart's key is %s (docs/MIGRATING.md)" (index . 0) (index . 1)) -}}
+{{- end -}}
+{{- end -}}
+{{- if not (empty $v.csi) -}}
+{{- fail (printf "values key \"csi\" is from upstream's openstack-cinder-csi chart; see docs/MIGRATING.md for this chart's keys (got csi: %s)" (toJson $v.csi)) -}}
+{{- end -}}
 {{- end -}}

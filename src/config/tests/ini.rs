@@ -30,6 +30,8 @@ fn values_are_unquoted_trimmed_and_unescaped() {
         ("k = \" keep  spaces \"", Some(" keep  spaces ")),
         ("k = \"a;b#c\"", Some("a;b#c")),
         ("k = \"p@ss;w#rd\" ; comment", Some("p@ss;w#rd")),
+        // What the chart renders for a password with every special character.
+        ("k = \"p#a;s\\\\w\\\"o=d\\n\" # c", Some("p#a;s\\w\"o=d\n")),
         ("k = a\"b c\"d", Some("ab cd")),
         ("k = \"say \\\"hi\\\"\"", Some("say \"hi\"")),
         ("k = \"back\\\\slash\"", Some("back\\slash")),
