@@ -103,6 +103,19 @@ grep -q "this chart's key is node.kubeletDir" <<<"$out" || fail "upstream key: $
 # cloud.conf values survive any character: rendered by the chart, parsed by the driver.
 HELM=$PWD/$helm cargo test -q --test chart_cloud_conf -- --ignored
 lint_cfg='{extends: default, rules: {line-length: disable, document-start: disable}}'
+# Examples: built-in kinds validated (VolumeAttributesClass v1 is in 1.34); the
+# VolumeSnapshotClass CRD has no schema here, so only its driver and parameter keys are checked.
+validate 1.34.0 <deploy/examples/storageclass.yaml
+validate 1.34.0 <deploy/examples/volumeattributesclass.yaml
+"$venv/bin/python" - <<'EOF2'
+import yaml
+for d in yaml.safe_load_all(open("deploy/examples/volumesnapshotclass.yaml")):
+    assert d["kind"] == "VolumeSnapshotClass" and d["driver"] == "cinder.csi.openstack.org", d
+    assert d["deletionPolicy"] in ("Delete", "Retain"), d
+    unknown = set(d.get("parameters", {})) - {"type", "force-create", "backup-max-duration-seconds-per-gb", "availability"}
+    assert not unknown, f"unknown VolumeSnapshotClass parameters {unknown}"
+EOF2
+"$venv/bin/yamllint" -d "$lint_cfg" deploy/examples/
 "$venv/bin/yamllint" -d "$lint_cfg" charts/cinder-csi/Chart.yaml charts/cinder-csi/values.yaml \
     deploy/kubernetes/cloud-config-secret.yaml
 "$helm" template r charts/cinder-csi -n kube-system | "$venv/bin/yamllint" -d "$lint_cfg" -
