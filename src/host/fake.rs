@@ -305,6 +305,24 @@ impl Mounter for FakeHost {
             .and_then(|m| m.device.clone()))
     }
 
+    fn mounts_sharing(&self, path: &Path) -> HostResult<Vec<PathBuf>> {
+        let s = self.state();
+        let device = |p: &Path| {
+            s.entries
+                .get(p)
+                .and_then(|e| e.mounts.last())
+                .and_then(|m| m.device.clone())
+        };
+        let Some(mine) = device(path) else {
+            return Ok(Vec::new());
+        };
+        Ok(s.entries
+            .keys()
+            .filter(|p| p.as_path() != path && device(p).as_ref() == Some(&mine))
+            .cloned()
+            .collect())
+    }
+
     fn read_only_after_errors(&self, path: &Path) -> HostResult<bool> {
         Ok(self.state().read_only_after_errors.contains(path))
     }

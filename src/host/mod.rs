@@ -119,7 +119,8 @@ pub trait Mounter: Send + Sync {
     /// (one `statx`). A path whose filesystem is broken (EIO, ENOTCONN, ESTALE) is
     /// [`PathState::Broken`], not an error.
     fn inspect(&self, path: &Path) -> HostResult<PathState>;
-    /// Mount the filesystem on `device` at `target`.
+    /// Mount the filesystem on `device` at `target`. A read-only mount (`read_only`, or `ro`
+    /// among the options) replays no journal or log: it never writes to the device.
     fn mount(&self, device: &Path, target: &Path, opts: &MountSpec) -> HostResult<()>;
     /// Bind-mount `source` onto `target`; read-only binds are remounted read-only.
     fn bind(&self, source: &Path, target: &Path, read_only: bool) -> HostResult<()>;
@@ -128,6 +129,9 @@ pub trait Mounter: Send + Sync {
     /// The block device whose filesystem is mounted at the mount root `path` (sysfs for real
     /// devices, /proc/self/mountinfo only for anonymous devices such as btrfs).
     fn mounted_device(&self, path: &Path) -> HostResult<Option<PathBuf>>;
+    /// Other mount points showing what is mounted at `path`: mounts of the same filesystem,
+    /// or binds of the same bound file (reads /proc/self/mountinfo).
+    fn mounts_sharing(&self, path: &Path) -> HostResult<Vec<PathBuf>>;
     /// Whether the filesystem at `path` is read-only because of errors: the superblock is
     /// read-only while the mount itself is not (reads /proc/self/mountinfo; call only when
     /// statvfs already said read-only).
