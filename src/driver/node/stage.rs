@@ -36,7 +36,8 @@ impl StagePlan {
             Access::Block => None,
         };
         let context = params::stage_context(&req.volume_context, fs)?;
-        let read_only = req.capability.access_mode.is_read_only() || params::read_only_flag(&access);
+        let read_only =
+            req.capability.access_mode.is_read_only() || params::read_only_flag(&access);
         Ok(Self {
             volume_id,
             staging,

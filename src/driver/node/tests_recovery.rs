@@ -89,7 +89,9 @@ async fn ro_mount_flag_means_read_only() {
     let calls = fake.calls();
     assert!(!calls.iter().any(|c| c.starts_with("grow")), "{calls:?}");
     assert!(
-        calls.iter().any(|c| c.starts_with("mount") && c.contains("ro=true")),
+        calls
+            .iter()
+            .any(|c| c.starts_with("mount") && c.contains("ro=true")),
         "{calls:?}"
     );
     // Publishing it (readonly=false) twice: a read-only bind, and no AlreadyExists.

@@ -55,7 +55,9 @@ fn sharing_in(text: &str, want: &str) -> Vec<String> {
     let inside = |root: &str| {
         me.root == "/"
             || root == me.root
-            || root.strip_prefix(me.root.as_str()).is_some_and(|r| r.starts_with('/'))
+            || root
+                .strip_prefix(me.root.as_str())
+                .is_some_and(|r| r.starts_with('/'))
     };
     let mut out: Vec<String> = entries
         .iter()

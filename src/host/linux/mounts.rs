@@ -187,7 +187,13 @@ pub fn mount(device: &Path, target: &Path, spec: &MountSpec) -> HostResult<()> {
         Err(Errno::EINVAL) if data.contains(&"rescue=nologreplay") => {
             let old: Vec<&str> = data
                 .iter()
-                .map(|&o| if o == "rescue=nologreplay" { "nologreplay" } else { o })
+                .map(|&o| {
+                    if o == "rescue=nologreplay" {
+                        "nologreplay"
+                    } else {
+                        o
+                    }
+                })
                 .collect();
             sys_mount(&old)
         }
@@ -370,7 +376,13 @@ mod tests {
             let s = spec(fs, &[], false);
             assert!(!mount_args(&s).1.contains(&want), "{fs} rw");
         }
-        assert_eq!(mount_args(&spec(FsKind::Ext2, &[], true)).1, Vec::<&str>::new());
-        assert_eq!(mount_args(&spec(FsKind::Xfs, &["ro", "rw"], false)).1, ["nouuid"]);
+        assert_eq!(
+            mount_args(&spec(FsKind::Ext2, &[], true)).1,
+            Vec::<&str>::new()
+        );
+        assert_eq!(
+            mount_args(&spec(FsKind::Xfs, &["ro", "rw"], false)).1,
+            ["nouuid"]
+        );
     }
 }

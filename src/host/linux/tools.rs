@@ -98,13 +98,7 @@ pub fn mkfs_args(device: &Path, fs: FsKind, o: &FormatOptions) -> (String, Vec<S
             // only on a terminal, so our own probe is what guards data.) Lazy init keeps mkfs
             // ~20 ms at 100 GiB even without zero-out offload (perf-limits.md §4).
             a.extend(
-                [
-                    "-q",
-                    "-m0",
-                    "-E",
-                    "lazy_itable_init=1,lazy_journal_init=1",
-                ]
-                .map(String::from),
+                ["-q", "-m0", "-E", "lazy_itable_init=1,lazy_journal_init=1"].map(String::from),
             );
             if let Some(b) = o.block_size {
                 a.extend(["-b".into(), b.to_string()]);
