@@ -409,7 +409,7 @@ impl Devices for FakeHost {
             .ok_or_else(|| err("open", device, libc_errno::ENOENT))
     }
 
-    fn rescan(&self, device: &Path) -> HostResult<()> {
+    fn rescan(&self, device: &Path, _deadline: Instant) -> HostResult<()> {
         let mut s = self.state();
         s.injected("rescan", device)?;
         if let Some(d) = s.device_by_path_mut(device) {

@@ -59,6 +59,14 @@ pub enum HostError {
     },
     #[error("{0}")]
     Unsupported(String),
+    /// A call into the kernel that talks to the device (a SCSI rescan) did not return within
+    /// the RPC's deadline: the device may be hung. It goes on in the background.
+    #[error("{op} {} did not finish within {:.1} s; the device may be hung; retry later", path.display(), waited.as_secs_f64())]
+    TimedOut {
+        op: &'static str,
+        path: PathBuf,
+        waited: Duration,
+    },
 }
 
 pub type HostResult<T> = Result<T, HostError>;
@@ -153,8 +161,8 @@ pub trait Devices: Send + Sync {
     fn lookup(&self, volume_id: &str) -> Option<PathBuf>;
     /// Size in bytes (BLKGETSIZE64).
     fn size(&self, device: &Path) -> HostResult<u64>;
-    /// Ask the kernel to re-read the device's size.
-    fn rescan(&self, device: &Path) -> HostResult<()>;
+    /// Ask the kernel to re-read the device's size, waiting for it at most until `deadline`.
+    fn rescan(&self, device: &Path, deadline: Instant) -> HostResult<()>;
     /// fsync the device, then drop its buffer cache (BLKFLSBUF).
     fn flush(&self, device: &Path) -> HostResult<()>;
     /// Whether the block device `id` still exists.

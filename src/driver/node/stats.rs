@@ -187,7 +187,7 @@ pub fn expand(
     let block = block_hint.unwrap_or(info.kind == FileKind::Block) || info.kind == FileKind::Block;
     // check_owner found the disk under by-id; find() returns it without waiting.
     let device = host.devices.find(volume_id, deadline)?;
-    host.devices.rescan(&device)?;
+    host.devices.rescan(&device, deadline)?;
     let size = host.devices.size(&device)?;
     if size < required {
         return Err(Error::Unavailable(format!(

@@ -83,8 +83,8 @@ impl Devices for LinuxHost {
     fn size(&self, device: &Path) -> HostResult<u64> {
         devices::size(device)
     }
-    fn rescan(&self, device: &Path) -> HostResult<()> {
-        devices::rescan(device)
+    fn rescan(&self, device: &Path, deadline: Instant) -> HostResult<()> {
+        devices::rescan(device, deadline)
     }
     fn flush(&self, device: &Path) -> HostResult<()> {
         devices::flush(device)
