@@ -43,6 +43,11 @@ pub fn device_deadline(rpc_deadline: std::time::Instant) -> std::time::Instant {
     rpc_deadline.min(std::time::Instant::now() + DEVICE_WAIT)
 }
 
+/// The stats guard's key: a volume at one path.
+fn stats_key(volume_id: &str, path: &std::path::Path) -> String {
+    format!("{volume_id} at {}", path.display())
+}
+
 /// Node options from flags and cloud.conf.
 #[derive(Debug, Clone)]
 pub struct NodeOptions {
@@ -247,11 +252,13 @@ impl NodeCore {
     /// other operations may run. They take their own per-volume guard instead: a statvfs on
     /// a hung device blocks its thread for as long as the device hangs, and kubelet polls
     /// again every minute; without the guard each poll would strand one more blocking thread.
-    /// With it, one call per volume runs and the others are Aborted at once.
+    /// With it, one call per volume and path runs and the others are Aborted at once. (Per
+    /// path, not per volume: pods sharing a volume are polled on their own timers, and one
+    /// must not fail the other's poll; hung threads stay bounded by the volume's paths.)
     pub async fn stats(&self, req: StatsRequest) -> Result<VolumeStats> {
         let id = params::volume_id(&req.volume_id)?;
         let path = params::kubelet_path("volume_path", &req.volume_path, &self.opts.kubelet_dir)?;
-        let guard = self.stats_inflight.try_lock(id.clone())?;
+        let guard = self.stats_inflight.try_lock(stats_key(&id, &path))?;
         let host = self.host.clone();
         tokio::task::spawn_blocking(move || {
             let _guard = guard;

@@ -230,7 +230,7 @@ async fn expand_prefers_the_staging_path() {
 }
 
 #[tokio::test]
-async fn one_stats_call_per_volume_at_a_time() {
+async fn one_stats_call_per_volume_and_path_at_a_time() {
     let fake = FakeHost::new();
     fake.attach("v1", GIB, Content::Blank);
     let c = core(&fake);
@@ -240,9 +240,20 @@ async fn one_stats_call_per_volume_at_a_time() {
         volume_path: staging("v1"),
     };
     // A call still running (a statvfs hung on a dead disk) holds the volume's stats guard.
-    let hung = c.stats_inflight.try_lock("v1").unwrap();
+    let hung = c
+        .stats_inflight
+        .try_lock(stats_key("v1", Path::new(&staging("v1"))))
+        .unwrap();
     let err = c.stats(req()).await.unwrap_err();
     assert!(matches!(err, Error::Busy { .. }), "{err}");
+    // The same volume at another path (another pod's target) is polled meanwhile.
+    c.publish(publish_req("v1", rw(), false)).await.unwrap();
+    c.stats(StatsRequest {
+        volume_id: "v1".into(),
+        volume_path: target("v1"),
+    })
+    .await
+    .unwrap();
     // Other operations on the volume are not blocked by it.
     c.stage(stage_req("v1", rw()), soon()).await.unwrap();
     drop(hung);
