@@ -114,10 +114,10 @@ pub fn read_only_flag(access: &Access) -> bool {
     };
     flags
         .iter()
-        .flat_map(|f| f.split(','))
+        .rev()
+        .flat_map(|f| f.rsplit(','))
         .map(str::trim)
-        .filter(|f| matches!(*f, "ro" | "rw"))
-        .last()
+        .find(|f| matches!(*f, "ro" | "rw"))
         == Some("ro")
 }
 
