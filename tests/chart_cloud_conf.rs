@@ -11,7 +11,14 @@ const APP_SECRET: &str = " lead;ing#and trailing ";
 
 fn render(helm: &str, values: &Path) -> String {
     let out = Command::new(helm)
-        .args(["template", "r", "charts/cinder-csi", "-s", "templates/secret.yaml", "-f"])
+        .args([
+            "template",
+            "r",
+            "charts/cinder-csi",
+            "-s",
+            "templates/secret.yaml",
+            "-f",
+        ])
         .arg(values)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()

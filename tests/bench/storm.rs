@@ -465,5 +465,8 @@ fn report(n: usize, phases: &[Phase]) {
         all as f64 / n as f64
     );
     // The one token may have been taken by the startup cloud check, before the first phase.
-    assert!(k <= 1, "the whole storm must cost one Keystone token request");
+    assert!(
+        k <= 1,
+        "the whole storm must cost one Keystone token request"
+    );
 }
