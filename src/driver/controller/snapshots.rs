@@ -304,7 +304,10 @@ impl Controller {
             self.drop_temporary(cloud, &b).await;
         } else if let Some(created) = b.created_at {
             let bound = Duration::from_secs(
-                BACKUP_BASE_SECONDS + req.params.backup_seconds_per_gib * b.size_gib,
+                req.params
+                    .backup_seconds_per_gib
+                    .saturating_mul(b.size_gib)
+                    .saturating_add(BACKUP_BASE_SECONDS),
             );
             let age = SystemTime::now()
                 .duration_since(created)

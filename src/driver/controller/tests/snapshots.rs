@@ -423,3 +423,21 @@ async fn a_deleted_marker_snapshot_restarts_the_listing() {
     assert_eq!(rest.entries.len(), 2);
     assert!(rest.entries.iter().all(|s| s.id != gone));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_huge_backup_duration_bound_does_not_overflow() {
+    let e = env();
+    let v = e.create("a", 1).await;
+    let b = e
+        .snapshot("bk", &v.id, &[("type", "backup")])
+        .await
+        .unwrap();
+    e.fake.set_backup_status(&b.id, BackupStatus::Creating);
+    e.fake.backdate_backup(&b.id, Duration::from_secs(3600));
+    let huge = [
+        ("type", "backup"),
+        ("backup-max-duration-seconds-per-gb", "18446744073709551615"),
+    ];
+    let s = e.snapshot("bk", &v.id, &huge).await.unwrap();
+    assert!(!s.ready_to_use);
+}
