@@ -168,6 +168,11 @@ async fn access_modes_are_validated() {
         (
             Some("shared"),
             cap(AccessMode::MultiNodeSingleWriter, false),
+            false,
+        ),
+        (
+            Some("shared"),
+            cap(AccessMode::MultiNodeSingleWriter, true),
             true,
         ),
         (
