@@ -263,6 +263,7 @@ async fn delete_snapshot_and_backup_idempotently() {
     let v = e.create("a", 1).await;
     let s = e.snapshot_ready("s", &v.id, &[]).await;
     let b = e.snapshot_ready("bk", &v.id, &[("type", "backup")]).await;
+    assert_eq!(e.ctl.cleaned_len(), 1);
     for _ in 0..3 {
         e.ctl.delete_snapshot(delete_req(&s.id)).await.unwrap();
         e.ctl.delete_snapshot(delete_req(&b.id)).await.unwrap();
@@ -272,6 +273,7 @@ async fn delete_snapshot_and_backup_idempotently() {
     assert!(e.fake.snapshots().is_empty());
     assert!(e.fake.backups().is_empty());
     assert_eq!(e.fake.calls(Op::DeleteBackup), 1);
+    assert_eq!(e.ctl.cleaned_len(), 0, "a deleted backup leaves the cache");
 }
 
 #[tokio::test(start_paused = true)]
