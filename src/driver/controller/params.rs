@@ -13,6 +13,10 @@ pub const CLUSTER_KEY: &str = "cinder.csi.openstack.org/cluster";
 pub const RESIZE_REQUIRED_KEY: &str = "cinder.csi.openstack.org/resizeRequired";
 /// Metadata key marking the temporary snapshot a backup is taken from.
 pub const BACKUP_SOURCE_KEY: &str = "cinder.csi.openstack.org/backup-source-for";
+/// Volume metadata key recording the content source a volume was created from
+/// (`snapshot/<id>`, `backup/<id>`, `volume/<id>`): Cinder does not always report a backup
+/// source, and a retried CreateVolume must match the source it asked for.
+pub const CONTENT_SOURCE_KEY: &str = "cinder.csi.openstack.org/content-source";
 /// Publish context key (upstream name; the node looks disks up by serial, not by this path).
 pub const DEVICE_PATH_KEY: &str = "DevicePath";
 /// Secrets key selecting a `[Global "name"]` cloud.
