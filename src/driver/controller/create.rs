@@ -11,8 +11,8 @@ use super::params::{CLUSTER_KEY, CONTENT_SOURCE_KEY};
 use super::waits::wait_deadline;
 use super::{ContentSource, Controller, CreateVolume, VolumeInfo};
 use crate::cloud::{
-    BackupStatus, BackupWait, Cloud, CloudError, NewVolume, Resource, SnapshotStatus,
-    SnapshotWait, Volume, VolumeSource, VolumeStatus, VolumeType, VolumeWait, GIB,
+    BackupStatus, BackupWait, Cloud, CloudError, NewVolume, Resource, SnapshotStatus, SnapshotWait,
+    Volume, VolumeSource, VolumeStatus, VolumeType, VolumeWait, GIB,
 };
 use crate::driver::types::{round_up_gib, CapacityRange, Topology, ZONE_TOPOLOGY_KEY};
 use crate::driver::{Error, Result};

@@ -198,7 +198,10 @@ mod tests {
         let snap = |id: &str| ContentSource::Snapshot(id.into());
         let plain = vol();
         assert!(same_source(&plain, None));
-        assert!(!same_source(&plain, Some(&snap("s1"))), "no record of any source");
+        assert!(
+            !same_source(&plain, Some(&snap("s1"))),
+            "no record of any source"
+        );
 
         let mut from_snap = vol();
         from_snap.snapshot_id = Some("s1".into());

@@ -23,9 +23,8 @@ pub const PERMANENT_REFUSALS: u32 = 2;
 
 /// Whether a re-read volume is in the same, stable state as before a refused operation.
 pub fn unchanged(before: &Volume, after: &Volume) -> bool {
-    let servers = |v: &Volume| -> Vec<String> {
-        v.attachments.iter().map(|a| a.server_id.clone()).collect()
-    };
+    let servers =
+        |v: &Volume| -> Vec<String> { v.attachments.iter().map(|a| a.server_id.clone()).collect() };
     !after.status.is_transitional()
         && before.status == after.status
         && before.size_gib == after.size_gib

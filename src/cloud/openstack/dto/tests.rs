@@ -148,7 +148,11 @@ const HOST_ATTACHED: &str = r#"{
 fn host_attachments_are_skipped_not_fatal() {
     let list: VolumeList = serde_json::from_str(HOST_ATTACHED).unwrap();
     let vols: Vec<Volume> = list.volumes.into_iter().map(Volume::from).collect();
-    assert_eq!(vols.len(), 2, "one host attachment must not fail the whole list");
+    assert_eq!(
+        vols.len(),
+        2,
+        "one host attachment must not fail the whole list"
+    );
     let servers: Vec<&str> = vols[0]
         .attachments
         .iter()

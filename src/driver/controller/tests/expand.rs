@@ -139,8 +139,7 @@ async fn a_permanent_refusal_is_failed_precondition_with_cinders_message() {
         e.fake.fail_next(
             Op::ExtendVolume,
             CloudError::Conflict {
-                message: "Invalid volume: Volume cannot be extended while it has snapshots"
-                    .into(),
+                message: "Invalid volume: Volume cannot be extended while it has snapshots".into(),
                 request_id: Default::default(),
             },
         );

@@ -287,14 +287,22 @@ async fn multiattach_volume_elsewhere_with_a_single_node_mode_is_failed_precondi
         ))
         .await
         .unwrap();
-    for mode in [AccessMode::SingleNodeWriter, AccessMode::SingleNodeMultiWriter] {
+    for mode in [
+        AccessMode::SingleNodeWriter,
+        AccessMode::SingleNodeMultiWriter,
+    ] {
         assert_matches!(
             e.ctl.publish_volume(publish_req(&v.id, "node-2", cap(mode, true))).await,
             Err(Error::FailedPrecondition(m)) if m.contains("node-1") && m.contains("MULTI_NODE")
         );
     }
     assert_eq!(e.fake.calls(Op::AttachVolume), 1);
-    assert!(e.fake.volume(&v.id).unwrap().attached_to("node-2").is_none());
+    assert!(e
+        .fake
+        .volume(&v.id)
+        .unwrap()
+        .attached_to("node-2")
+        .is_none());
 }
 
 /// A publish ran out of time while Nova was still attaching; the attacher gives up and
@@ -363,8 +371,10 @@ async fn a_refusal_that_changes_nothing_is_failed_precondition_with_novas_messag
     let e = env();
     let v = e.create("a", 1).await;
     for _ in 0..2 {
-        e.fake
-            .fail_next(Op::AttachVolume, conflict("Invalid volume: encrypted volume"));
+        e.fake.fail_next(
+            Op::AttachVolume,
+            conflict("Invalid volume: encrypted volume"),
+        );
     }
     assert_matches!(
         e.publish(&v.id, "node-1").await,
