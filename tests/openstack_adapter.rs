@@ -1297,3 +1297,56 @@ async fn ids_that_cannot_be_ids_touch_nothing() {
     let s = os.get_snapshot(&snap.id).await.unwrap();
     assert_eq!(s.status, SnapshotStatus::Available);
 }
+
+/// ControllerUnpublishVolume while Nova is still attaching (a publish that ran out of time):
+/// right after Nova's POST the volume is `reserved`/`attaching` and Cinder lists no attachment
+/// yet. The unpublish must wait for the attach to land and detach it, not answer OK and leave
+/// the disk on the node with no VolumeAttachment to ever remove it.
+#[tokio::test]
+async fn unpublish_during_a_real_attach_in_flight_detaches() {
+    use cinder_csi::driver::controller::{Controller, ControllerOptions, Unpublish};
+
+    let Some(cloud) = Cloud::from_env("unpublish_during_a_real_attach_in_flight_detaches") else {
+        return;
+    };
+    let _serial = serial().await;
+    let trash = Trash::new(&cloud);
+    let (os, _) = adapter(&options_from(&cloud, "OSTACK_CLOUD_CONF")).await;
+    let vol = create_available(&os, &trash, new_volume(&unique("inflight"), 1)).await;
+    let node = cloud.node(1, "ID").to_string();
+    let ctl = Controller::new(
+        cinder_csi::cloud::Clouds::new([cinder_csi::cloud::Cloud {
+            name: String::new(),
+            storage: os.clone(),
+            compute: os.clone(),
+        }]),
+        ControllerOptions::default(),
+    );
+    os.attach_volume(&node, &vol.id, false).await.unwrap();
+    let seen = os.get_volume(&vol.id).await.unwrap();
+    eprintln!(
+        "right after Nova's POST: status {}, attachments {}",
+        seen.status,
+        seen.attachments.len()
+    );
+    ctl.unpublish_volume(Unpublish {
+        volume_id: vol.id.clone(),
+        node_id: Some(node.clone()),
+        cloud: String::new(),
+        deadline: deadline(),
+    })
+    .await
+    .expect("unpublish");
+    // Whatever Nova was doing has finished by now; nothing may be left attached.
+    let v = os
+        .wait_volume(&vol.id, &VolumeWait::Stable, deadline())
+        .await
+        .unwrap();
+    assert_eq!(v.status, VolumeStatus::Available, "{v:?}");
+    assert!(v.attachments.is_empty(), "{v:?}");
+    let on_node = os.list_attachments(&node).await.unwrap();
+    assert!(
+        on_node.iter().all(|a| a.volume_id != vol.id),
+        "Nova still has it: {on_node:?}"
+    );
+}
