@@ -201,6 +201,12 @@ async fn ext4_lifecycle_keeps_data() {
     lifecycle("ext4").await;
 }
 
+/// mkfs.ext3/ext4 run without -F: formatting a blank whole-disk device must still work.
+#[tokio::test]
+async fn ext3_lifecycle_keeps_data() {
+    lifecycle("ext3").await;
+}
+
 #[tokio::test]
 async fn xfs_lifecycle_keeps_data() {
     lifecycle("xfs").await;

@@ -169,6 +169,7 @@ impl Node for NodeService {
                 ExpandRequest {
                     volume_id: r.volume_id,
                     volume_path: r.volume_path,
+                    staging_path: r.staging_target_path,
                     capacity,
                     capability,
                 },

@@ -63,6 +63,8 @@ fn host_code(err: &HostError) -> Code {
         // says to check the attachment.
         HostError::DeviceNotFound { .. } => Code::NotFound,
         HostError::Unsupported(_) => Code::FailedPrecondition,
+        // Non-final for kubelet: it retries.
+        HostError::TimedOut { .. } => Code::Unavailable,
     }
 }
 

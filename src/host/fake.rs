@@ -305,6 +305,24 @@ impl Mounter for FakeHost {
             .and_then(|m| m.device.clone()))
     }
 
+    fn mounts_sharing(&self, path: &Path) -> HostResult<Vec<PathBuf>> {
+        let s = self.state();
+        let device = |p: &Path| {
+            s.entries
+                .get(p)
+                .and_then(|e| e.mounts.last())
+                .and_then(|m| m.device.clone())
+        };
+        let Some(mine) = device(path) else {
+            return Ok(Vec::new());
+        };
+        Ok(s.entries
+            .keys()
+            .filter(|p| p.as_path() != path && device(p).as_ref() == Some(&mine))
+            .cloned()
+            .collect())
+    }
+
     fn read_only_after_errors(&self, path: &Path) -> HostResult<bool> {
         Ok(self.state().read_only_after_errors.contains(path))
     }
@@ -391,7 +409,7 @@ impl Devices for FakeHost {
             .ok_or_else(|| err("open", device, libc_errno::ENOENT))
     }
 
-    fn rescan(&self, device: &Path) -> HostResult<()> {
+    fn rescan(&self, device: &Path, _deadline: Instant) -> HostResult<()> {
         let mut s = self.state();
         s.injected("rescan", device)?;
         if let Some(d) = s.device_by_path_mut(device) {

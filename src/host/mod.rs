@@ -59,6 +59,14 @@ pub enum HostError {
     },
     #[error("{0}")]
     Unsupported(String),
+    /// A call into the kernel that talks to the device (a SCSI rescan) did not return within
+    /// the RPC's deadline: the device may be hung. It goes on in the background.
+    #[error("{op} {} did not finish within {:.1} s; the device may be hung; retry later", path.display(), waited.as_secs_f64())]
+    TimedOut {
+        op: &'static str,
+        path: PathBuf,
+        waited: Duration,
+    },
 }
 
 pub type HostResult<T> = Result<T, HostError>;
@@ -119,7 +127,8 @@ pub trait Mounter: Send + Sync {
     /// (one `statx`). A path whose filesystem is broken (EIO, ENOTCONN, ESTALE) is
     /// [`PathState::Broken`], not an error.
     fn inspect(&self, path: &Path) -> HostResult<PathState>;
-    /// Mount the filesystem on `device` at `target`.
+    /// Mount the filesystem on `device` at `target`. A read-only mount (`read_only`, or `ro`
+    /// among the options) replays no journal or log: it never writes to the device.
     fn mount(&self, device: &Path, target: &Path, opts: &MountSpec) -> HostResult<()>;
     /// Bind-mount `source` onto `target`; read-only binds are remounted read-only.
     fn bind(&self, source: &Path, target: &Path, read_only: bool) -> HostResult<()>;
@@ -128,6 +137,9 @@ pub trait Mounter: Send + Sync {
     /// The block device whose filesystem is mounted at the mount root `path` (sysfs for real
     /// devices, /proc/self/mountinfo only for anonymous devices such as btrfs).
     fn mounted_device(&self, path: &Path) -> HostResult<Option<PathBuf>>;
+    /// Other mount points showing what is mounted at `path`: mounts of the same filesystem,
+    /// or binds of the same bound file (reads /proc/self/mountinfo).
+    fn mounts_sharing(&self, path: &Path) -> HostResult<Vec<PathBuf>>;
     /// Whether the filesystem at `path` is read-only because of errors: the superblock is
     /// read-only while the mount itself is not (reads /proc/self/mountinfo; call only when
     /// statvfs already said read-only).
@@ -149,8 +161,8 @@ pub trait Devices: Send + Sync {
     fn lookup(&self, volume_id: &str) -> Option<PathBuf>;
     /// Size in bytes (BLKGETSIZE64).
     fn size(&self, device: &Path) -> HostResult<u64>;
-    /// Ask the kernel to re-read the device's size.
-    fn rescan(&self, device: &Path) -> HostResult<()>;
+    /// Ask the kernel to re-read the device's size, waiting for it at most until `deadline`.
+    fn rescan(&self, device: &Path, deadline: Instant) -> HostResult<()>;
     /// fsync the device, then drop its buffer cache (BLKFLSBUF).
     fn flush(&self, device: &Path) -> HostResult<()>;
     /// Whether the block device `id` still exists.

@@ -99,6 +99,9 @@ pub enum Content {
     PartitionTable(&'static str),
     /// A known signature we do not mount (swap, LUKS, LVM2, iso9660, …).
     Other(&'static str),
+    /// More than one signature, each described ("ext4 filesystem", "dos partition
+    /// table"): which one is current cannot be told, so it is never formatted nor mounted.
+    Several(Vec<String>),
     /// Data without a signature we know: treated as not blank.
     Unrecognised,
 }

@@ -6,7 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::stage::{same_device, unmount_broken, StagePlan, MAX_STACKED_MOUNTS};
+use super::stage::{
+    inspect_cleaning, same_device, still_broken, unmount_broken, StagePlan, MAX_STACKED_MOUNTS,
+};
 use crate::driver::{Error, Result};
 use crate::host::{FileKind, Host, PathInfo, PathState};
 
@@ -49,15 +51,9 @@ pub fn refuse_if_staged(host: &Host, p: &StagePlan, dev: &PathInfo) -> Result<()
 /// Stage for block access: bind `device` onto `<staging>/block`. Idempotent.
 pub fn stage(host: &Host, p: &StagePlan, device: &Path, dev: &PathInfo) -> Result<()> {
     let staging = &p.staging;
-    match host.mounter.inspect(staging)? {
+    match inspect_cleaning(host, staging)? {
         PathState::Missing => host.mounter.create_dir(staging)?,
-        PathState::Broken { errno } => {
-            return Err(Error::precondition(format!(
-                "staging path {} is a broken mount ({}); call NodeUnstageVolume to clean it up",
-                staging.display(),
-                std::io::Error::from_raw_os_error(errno)
-            )))
-        }
+        PathState::Broken { errno } => return Err(still_broken(staging, errno)),
         PathState::Present(info) if info.mount_root => {
             return Err(if same_device(host, staging, &info, device, dev)? {
                 Error::AlreadyExists(format!(
@@ -83,7 +79,7 @@ pub fn stage(host: &Host, p: &StagePlan, device: &Path, dev: &PathInfo) -> Resul
         PathState::Present(_) => {}
     }
     let file = staged_file(staging);
-    match host.mounter.inspect(&file)? {
+    match inspect_cleaning(host, &file)? {
         PathState::Missing => host.mounter.create_file(&file)?,
         PathState::Present(f) if f.mount_root => {
             // Staged before (CSI: repeated stage of the same volume succeeds).

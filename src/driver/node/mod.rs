@@ -11,6 +11,8 @@ mod stats;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_recovery;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -39,6 +41,11 @@ pub const DEVICE_WAIT: Duration = Duration::from_secs(10);
 /// The deadline of a wait for a disk: [`DEVICE_WAIT`] from now, or the RPC's if nearer.
 pub fn device_deadline(rpc_deadline: std::time::Instant) -> std::time::Instant {
     rpc_deadline.min(std::time::Instant::now() + DEVICE_WAIT)
+}
+
+/// The stats guard's key: a volume at one path.
+fn stats_key(volume_id: &str, path: &std::path::Path) -> String {
+    format!("{volume_id} at {}", path.display())
 }
 
 /// Node options from flags and cloud.conf.
@@ -107,6 +114,8 @@ pub struct StatsRequest {
 pub struct ExpandRequest {
     pub volume_id: String,
     pub volume_path: String,
+    /// Empty when the CO sent none; grown there in preference to `volume_path` when given.
+    pub staging_path: String,
     pub capacity: CapacityRange,
     /// Block or mount, when the CO says (it may not).
     pub capability: Option<VolumeCapability>,
@@ -162,6 +171,8 @@ pub struct NodeCore {
     metadata: Arc<dyn Metadata>,
     opts: Arc<NodeOptions>,
     inflight: InFlight,
+    /// Per-volume guard of NodeGetVolumeStats (see [`NodeCore::stats`]).
+    stats_inflight: InFlight,
     instance: OnceCell<InstanceMetadata>,
 }
 
@@ -172,6 +183,7 @@ impl NodeCore {
             metadata,
             opts: Arc::new(opts),
             inflight: InFlight::new(),
+            stats_inflight: InFlight::new(),
             instance: OnceCell::new(),
         })
     }
@@ -217,7 +229,9 @@ impl NodeCore {
             &req.staging_path,
             &self.opts.kubelet_dir,
         )?;
-        self.run(&id, move |h| stage::unstage(h, &path)).await
+        let kubelet_dir = self.opts.kubelet_dir.clone();
+        self.run(&id, move |h| stage::unstage(h, &path, &kubelet_dir))
+            .await
     }
 
     /// Publish never waits for a device (a staged volume's disk is there), so it takes no
@@ -234,21 +248,38 @@ impl NodeCore {
         self.run(&id, move |h| publish::unpublish(h, &path)).await
     }
 
-    /// Stats do not take the guard: they only read, and kubelet polls them while other
-    /// operations may run.
+    /// Stats do not take the volume's guard: they only read, and kubelet polls them while
+    /// other operations may run. They take their own per-volume guard instead: a statvfs on
+    /// a hung device blocks its thread for as long as the device hangs, and kubelet polls
+    /// again every minute; without the guard each poll would strand one more blocking thread.
+    /// With it, one call per volume and path runs and the others are Aborted at once. (Per
+    /// path, not per volume: pods sharing a volume are polled on their own timers, and one
+    /// must not fail the other's poll; hung threads stay bounded by the volume's paths.)
     pub async fn stats(&self, req: StatsRequest) -> Result<VolumeStats> {
         let id = params::volume_id(&req.volume_id)?;
         let path = params::kubelet_path("volume_path", &req.volume_path, &self.opts.kubelet_dir)?;
+        let guard = self.stats_inflight.try_lock(stats_key(&id, &path))?;
         let host = self.host.clone();
-        tokio::task::spawn_blocking(move || stats::stats(&host, &id, &path))
-            .await
-            .map_err(|e| Error::internal(format!("node stats task failed: {e}")))?
+        tokio::task::spawn_blocking(move || {
+            let _guard = guard;
+            stats::stats(&host, &id, &path)
+        })
+        .await
+        .map_err(|e| Error::internal(format!("node stats task failed: {e}")))?
     }
 
     /// Returns the device's size in bytes after the grow.
     pub async fn expand(&self, req: ExpandRequest, deadline: Instant) -> Result<u64> {
         let id = params::volume_id(&req.volume_id)?;
-        let path = params::kubelet_path("volume_path", &req.volume_path, &self.opts.kubelet_dir)?;
+        let mut path =
+            params::kubelet_path("volume_path", &req.volume_path, &self.opts.kubelet_dir)?;
+        if !req.staging_path.is_empty() {
+            path = params::kubelet_path(
+                "staging_target_path",
+                &req.staging_path,
+                &self.opts.kubelet_dir,
+            )?;
+        }
         let block = req.capability.as_ref().map(|c| c.access_type.is_block());
         let required = req.capacity.required_bytes;
         let deadline = device_deadline(deadline.into_std());

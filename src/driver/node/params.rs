@@ -105,6 +105,22 @@ pub fn access(cap: &VolumeCapability) -> Result<Access> {
     }
 }
 
+/// Whether the capability's mount flags ask for a read-only mount (`ro`, unless a later `rw`
+/// undoes it, as mount(8) reads them). Such a volume is treated exactly like one with a
+/// read-only access mode: no grow, no journal replay, read-only publish.
+pub fn read_only_flag(access: &Access) -> bool {
+    let Access::Mount { flags, .. } = access else {
+        return false;
+    };
+    flags
+        .iter()
+        .rev()
+        .flat_map(|f| f.rsplit(','))
+        .map(str::trim)
+        .find(|f| matches!(*f, "ro" | "rw"))
+        == Some("ro")
+}
+
 pub fn fs_type_of(fs_type: Option<&str>) -> Result<FsKind> {
     match fs_type {
         None => Ok(DEFAULT_FS),

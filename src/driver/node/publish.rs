@@ -40,11 +40,17 @@ impl PublishPlan {
                 "target_path and staging_target_path must differ",
             ));
         }
+        // `ro` among the mount flags made the stage read-only; a bind of it reads as
+        // read-only too, so it must be published read-only (else every repeat publish would
+        // see a mismatch).
+        let read_only = req.read_only
+            || req.capability.access_mode.is_read_only()
+            || params::read_only_flag(&access);
         Ok(Self {
             volume_id,
             staging,
             target,
-            read_only: req.read_only || req.capability.access_mode.is_read_only(),
+            read_only,
             access,
         })
     }

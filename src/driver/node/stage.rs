@@ -36,11 +36,13 @@ impl StagePlan {
             Access::Block => None,
         };
         let context = params::stage_context(&req.volume_context, fs)?;
+        let read_only =
+            req.capability.access_mode.is_read_only() || params::read_only_flag(&access);
         Ok(Self {
             volume_id,
             staging,
             access,
-            read_only: req.capability.access_mode.is_read_only(),
+            read_only,
             context,
         })
     }
@@ -76,15 +78,9 @@ fn stage_mount(
     dev: &PathInfo,
 ) -> Result<()> {
     let staging = &p.staging;
-    match host.mounter.inspect(staging)? {
+    match inspect_cleaning(host, staging)? {
         PathState::Missing => host.mounter.create_dir(staging)?,
-        PathState::Broken { errno } => {
-            return Err(Error::precondition(format!(
-                "staging path {} is a broken mount ({}); call NodeUnstageVolume to clean it up",
-                staging.display(),
-                std::io::Error::from_raw_os_error(errno)
-            )))
-        }
+        PathState::Broken { errno } => return Err(still_broken(staging, errno)),
         PathState::Present(info) if info.mount_root => {
             if !same_device(host, staging, &info, device, dev)? {
                 return Err(Error::precondition(format!(
@@ -94,9 +90,18 @@ fn stage_mount(
                     device.display()
                 )));
             }
-            // Staged before (CSI: repeated stage of the same volume succeeds).
+            // Staged before (CSI: repeated stage of the same volume succeeds). The mount stays
+            // if the grow fails: pods may use it. The error is one kubelet treats as
+            // uncertain, so it keeps the volume staged in its books and still unstages it
+            // (a final code after a kubelet restart would make it forget the mount).
             if p.context.resize_required && !p.read_only {
-                grow_mounted(host, device, staging)?;
+                grow_mounted(host, device, staging).map_err(|e| {
+                    Error::Unavailable(format!(
+                        "volume {} is staged at {} but growing its filesystem failed: {e}",
+                        p.volume_id,
+                        staging.display()
+                    ))
+                })?;
             }
             return Ok(());
         }
@@ -152,6 +157,16 @@ fn stage_mount(
             return Err(refuse(p, device, &format!("a {t} partition table")));
         }
         Content::Other(sig) => return Err(refuse(p, device, &format!("{sig} data"))),
+        Content::Several(found) => {
+            return Err(refuse(
+                p,
+                device,
+                &format!(
+                    "more than one signature ({}), so which is current cannot be told",
+                    found.join(", ")
+                ),
+            ));
+        }
         Content::Unrecognised => {
             return Err(refuse(
                 p,
@@ -167,10 +182,55 @@ fn stage_mount(
         read_only: p.read_only,
     };
     host.mounter.mount(device, staging, &spec)?;
+    // A filesystem another mount still holds broken (a bind left from before a crash)
+    // comes back broken: say so instead of reporting a staged volume that does not answer.
+    if let PathState::Broken { errno } = host.mounter.inspect(staging)? {
+        undo_mount(host, staging);
+        return Err(Error::precondition(format!(
+            "the filesystem of volume {} still fails after a fresh mount ({}); a mount of it \
+             elsewhere (a pod's bind) may hold the broken instance: unpublish it first",
+            p.volume_id,
+            std::io::Error::from_raw_os_error(errno)
+        )));
+    }
     if p.context.resize_required && !p.read_only && !fs.is_ext() {
-        grow_mounted(host, device, staging)?;
+        // Undo the mount on failure: kubelet treats the error as final and forgets this
+        // stage, so a mount left behind would never be unstaged. A retry starts clean.
+        if let Err(e) = grow_mounted(host, device, staging) {
+            undo_mount(host, staging);
+            return Err(e);
+        }
     }
     Ok(())
+}
+
+fn undo_mount(host: &Host, staging: &Path) {
+    if let Err(e) = host.mounter.unmount(staging, false) {
+        tracing::warn!(path = %staging.display(), error = %e, "could not undo the mount of a failed stage");
+    }
+}
+
+/// `inspect`, but a broken mount (EIO/ENOTCONN/ESTALE) at `path` is cleaned up first and the
+/// path looked at again. Stage must do this itself: it answered the broken mount with a
+/// final error before, and kubelet does not unstage a volume whose stage failed.
+pub fn inspect_cleaning(host: &Host, path: &Path) -> Result<PathState> {
+    match host.mounter.inspect(path)? {
+        PathState::Broken { errno } => {
+            unmount_broken(host, path, errno)?;
+            Ok(host.mounter.inspect(path)?)
+        }
+        other => Ok(other),
+    }
+}
+
+/// Still broken after one mount was removed: several are stacked there.
+pub fn still_broken(path: &Path, errno: i32) -> Error {
+    Error::precondition(format!(
+        "{} is still a broken mount ({}) after unmounting one; several are stacked there: \
+         call NodeUnstageVolume to clean them up",
+        path.display(),
+        std::io::Error::from_raw_os_error(errno)
+    ))
 }
 
 fn refuse(p: &StagePlan, device: &Path, what: &str) -> Error {
@@ -222,8 +282,10 @@ pub fn grow_mounted(host: &Host, device: &Path, mount_point: &Path) -> Result<()
 /// Unmount everything at `staging` and flush the device; for block access undo the bind
 /// inside it. The directory stays: the CO created it and removes it ("The CO SHALL be
 /// responsible for creating the directory"; kubelet deletes it after NodeUnstageVolume).
-/// Idempotent.
-pub fn unstage(host: &Host, staging: &Path) -> Result<()> {
+/// Idempotent. Refused, changing nothing, while the volume is still mounted at another path
+/// under `kubelet_dir` (a pod's bind: kubelet must unpublish first).
+pub fn unstage(host: &Host, staging: &Path, kubelet_dir: &Path) -> Result<()> {
+    refuse_if_in_use(host, staging, kubelet_dir)?;
     for _ in 0..MAX_STACKED_MOUNTS {
         match host.mounter.inspect(staging)? {
             PathState::Missing => return Ok(()),
@@ -252,6 +314,39 @@ pub fn unstage(host: &Host, staging: &Path) -> Result<()> {
     Err(Error::precondition(format!(
         "more than {MAX_STACKED_MOUNTS} mounts are stacked at {}; clean them up by hand",
         staging.display()
+    )))
+}
+
+/// FailedPrecondition when what is staged at `staging` (the filesystem, or the device bound
+/// onto `<staging>/block`) is also mounted at another path under `kubelet_dir`. A broken
+/// staging mount is not checked: nothing can be learnt through it, and cleaning it is safe.
+fn refuse_if_in_use(host: &Host, staging: &Path, kubelet_dir: &Path) -> Result<()> {
+    let mounted = match host.mounter.inspect(staging)? {
+        PathState::Present(info) if info.mount_root => staging.to_path_buf(),
+        PathState::Present(info) if info.kind == FileKind::Dir => {
+            let file = block::staged_file(staging);
+            match host.mounter.inspect(&file)? {
+                PathState::Present(f) if f.mount_root => file,
+                _ => return Ok(()),
+            }
+        }
+        _ => return Ok(()),
+    };
+    let users: Vec<PathBuf> = host
+        .mounter
+        .mounts_sharing(&mounted)?
+        .into_iter()
+        .filter(|m| m.starts_with(kubelet_dir) && !m.starts_with(staging))
+        .collect();
+    if users.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = users.iter().map(|m| m.display().to_string()).collect();
+    Err(Error::precondition(format!(
+        "the volume staged at {} is still mounted at {}; call NodeUnpublishVolume for it \
+         first (nothing was unmounted)",
+        staging.display(),
+        list.join(", ")
     )))
 }
 

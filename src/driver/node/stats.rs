@@ -148,7 +148,10 @@ pub fn stats(host: &Host, volume_id: &str, path: &Path) -> Result<VolumeStats> {
     }
 }
 
-/// Re-read the device size, grow the filesystem online, return the device size.
+/// Re-read the device size, grow the filesystem online, return the device size. `path` is
+/// the staging path when the CO gave one, else the published path. NotFound when the volume
+/// is not there (CSI reserves FAILED_PRECONDITION for a volume in use, and kubelet gives up
+/// on it); the mounted device must be the volume's disk before anything is grown.
 pub fn expand(
     host: &Host,
     volume_id: &str,
@@ -171,24 +174,20 @@ pub fn expand(
             )))
         }
         Found::NotMounted => {
-            return Err(Error::precondition(format!(
-                "volume {volume_id} is not published or staged at {}",
-                path.display()
-            )))
+            return Err(Error::VolumeNotAtPath {
+                id: volume_id.to_string(),
+                path: path.to_path_buf(),
+                reason: "nothing is mounted there".into(),
+            })
         }
         Found::Mounted(p, info) => (p, info),
     };
     let path = mounted.as_path();
+    check_owner(host, volume_id, path, &info)?;
     let block = block_hint.unwrap_or(info.kind == FileKind::Block) || info.kind == FileKind::Block;
-    let device = if block {
-        host.devices.find(volume_id, deadline)?
-    } else {
-        match host.mounter.mounted_device(path)? {
-            Some(d) => d,
-            None => host.devices.find(volume_id, deadline)?,
-        }
-    };
-    host.devices.rescan(&device)?;
+    // check_owner found the disk under by-id; find() returns it without waiting.
+    let device = host.devices.find(volume_id, deadline)?;
+    host.devices.rescan(&device, deadline)?;
     let size = host.devices.size(&device)?;
     if size < required {
         return Err(Error::Unavailable(format!(

@@ -16,8 +16,8 @@ use crate::host::fake::FakeHost;
 use crate::host::{libc_errno, Content, FsKind, HostError};
 use crate::metadata::{InstanceMetadata, Metadata, MetadataError};
 
-const KUBELET: &str = "/var/lib/kubelet";
-const GIB: u64 = 1 << 30;
+pub(super) const KUBELET: &str = "/var/lib/kubelet";
+pub(super) const GIB: u64 = 1 << 30;
 
 struct CountingMetadata {
     calls: AtomicUsize,
@@ -35,7 +35,7 @@ impl Metadata for CountingMetadata {
     }
 }
 
-fn core_with(fake: &FakeHost, md: Arc<dyn Metadata>) -> Arc<NodeCore> {
+pub(super) fn core_with(fake: &FakeHost, md: Arc<dyn Metadata>) -> Arc<NodeCore> {
     NodeCore::new(
         fake.host(),
         md,
@@ -48,7 +48,7 @@ fn core_with(fake: &FakeHost, md: Arc<dyn Metadata>) -> Arc<NodeCore> {
     )
 }
 
-fn core(fake: &FakeHost) -> Arc<NodeCore> {
+pub(super) fn core(fake: &FakeHost) -> Arc<NodeCore> {
     core_with(
         fake,
         Arc::new(CountingMetadata {
@@ -58,7 +58,7 @@ fn core(fake: &FakeHost) -> Arc<NodeCore> {
     )
 }
 
-fn mount_cap(fs: Option<&str>, mode: AccessMode) -> VolumeCapability {
+pub(super) fn mount_cap(fs: Option<&str>, mode: AccessMode) -> VolumeCapability {
     VolumeCapability {
         access_type: AccessType::Mount {
             fs_type: fs.map(String::from),
@@ -69,22 +69,22 @@ fn mount_cap(fs: Option<&str>, mode: AccessMode) -> VolumeCapability {
     }
 }
 
-fn block_cap() -> VolumeCapability {
+pub(super) fn block_cap() -> VolumeCapability {
     VolumeCapability {
         access_type: AccessType::Block,
         access_mode: AccessMode::SingleNodeWriter,
     }
 }
 
-fn staging(id: &str) -> String {
+pub(super) fn staging(id: &str) -> String {
     format!("{KUBELET}/plugins/kubernetes.io/csi/cinder/{id}/globalmount")
 }
 
-fn target(id: &str) -> String {
+pub(super) fn target(id: &str) -> String {
     format!("{KUBELET}/pods/p1/volumes/kubernetes.io~csi/{id}/mount")
 }
 
-fn stage_req(id: &str, cap: VolumeCapability) -> StageRequest {
+pub(super) fn stage_req(id: &str, cap: VolumeCapability) -> StageRequest {
     StageRequest {
         volume_id: id.into(),
         staging_path: staging(id),
@@ -93,7 +93,7 @@ fn stage_req(id: &str, cap: VolumeCapability) -> StageRequest {
     }
 }
 
-fn publish_req(id: &str, cap: VolumeCapability, ro: bool) -> PublishRequest {
+pub(super) fn publish_req(id: &str, cap: VolumeCapability, ro: bool) -> PublishRequest {
     PublishRequest {
         volume_id: id.into(),
         staging_path: staging(id),
@@ -103,15 +103,15 @@ fn publish_req(id: &str, cap: VolumeCapability, ro: bool) -> PublishRequest {
     }
 }
 
-fn soon() -> Instant {
+pub(super) fn soon() -> Instant {
     Instant::now() + Duration::from_secs(5)
 }
 
-fn rw() -> VolumeCapability {
+pub(super) fn rw() -> VolumeCapability {
     mount_cap(None, AccessMode::SingleNodeWriter)
 }
 
-fn formats(fake: &FakeHost) -> usize {
+pub(super) fn formats(fake: &FakeHost) -> usize {
     fake.calls()
         .iter()
         .filter(|c| c.starts_with("format"))
@@ -680,6 +680,7 @@ async fn expand_grows_online_and_reports_the_device_size() {
     let req = |required| ExpandRequest {
         volume_id: "v1".into(),
         volume_path: staging("v1"),
+        staging_path: String::new(),
         capacity: CapacityRange {
             required_bytes: required,
             limit_bytes: 0,
@@ -723,6 +724,7 @@ async fn ext4_online_grow_refusal_is_reported() {
             ExpandRequest {
                 volume_id: "v1".into(),
                 volume_path: staging("v1"),
+                staging_path: String::new(),
                 capacity: CapacityRange::default(),
                 capability: None,
             },

@@ -93,7 +93,12 @@ pub fn find(dir: &Path, volume_id: &str, deadline: Instant) -> HostResult<PathBu
     loop {
         if !rescanned {
             // Once per call: ask the SCSI hosts (only those) to scan, then let udev catch up.
-            rescan_scsi_hosts();
+            // A scan is synchronous and can take long on a busy or hung host; nothing here
+            // needs its end (the loop polls for the disk), so it runs on its own thread and
+            // the wait stays bounded by the deadline.
+            let _ = std::thread::Builder::new()
+                .name("scsi-scan".into())
+                .spawn(rescan_scsi_hosts);
             rescanned = true;
         }
         settle(deadline);
@@ -166,7 +171,16 @@ pub fn size(device: &Path) -> HostResult<u64> {
     ioctl::size(f.as_raw_fd()).map_err(|e| errno("BLKGETSIZE64", device, e))
 }
 
-pub fn rescan(device: &Path) -> HostResult<()> {
+/// Ask the kernel to re-read the device's size, waiting at most until `deadline`: a SCSI
+/// rescan talks to the device and blocks as long as it does not answer, and the caller holds
+/// the volume's guard. On time-out the write finishes (or hangs) on its own thread.
+pub fn rescan(device: &Path, deadline: Instant) -> HostResult<()> {
+    let device = device.to_path_buf();
+    let path = device.clone();
+    bounded("rescan", &path, deadline, move || rescan_now(&device))
+}
+
+fn rescan_now(device: &Path) -> HostResult<()> {
     let name = device
         .file_name()
         .and_then(|n| n.to_str())
@@ -183,6 +197,34 @@ pub fn rescan(device: &Path) -> HostResult<()> {
     }
     // virtio-blk learns a new size from the host by itself.
     Ok(())
+}
+
+/// Run `work` on its own thread and wait for its answer until `deadline` (less the margin
+/// the answer needs to reach the caller); after that, [`HostError::TimedOut`].
+pub fn bounded<T: Send + 'static>(
+    op: &'static str,
+    path: &Path,
+    deadline: Instant,
+    work: impl FnOnce() -> HostResult<T> + Send + 'static,
+) -> HostResult<T> {
+    let started = Instant::now();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name(op.into())
+        .spawn(move || {
+            let _ = tx.send(work());
+        })
+        .map_err(|e| HostError::io("spawn thread", path, e))?;
+    let wait = deadline
+        .saturating_duration_since(started)
+        .saturating_sub(DEADLINE_MARGIN);
+    rx.recv_timeout(wait).unwrap_or_else(|_| {
+        Err(HostError::TimedOut {
+            op,
+            path: path.to_path_buf(),
+            waited: started.elapsed(),
+        })
+    })
 }
 
 pub fn flush(device: &Path) -> HostResult<()> {
@@ -215,6 +257,21 @@ mod tests {
         );
         let c = candidates("a-b");
         assert_eq!(c.len(), 3, "short ids do not repeat names: {c:?}");
+    }
+
+    #[test]
+    fn bounded_work_gives_up_at_the_deadline() {
+        let dev = Path::new("/dev/hung");
+        let t = Instant::now();
+        let err = bounded("rescan", dev, t + Duration::from_millis(300), || {
+            std::thread::sleep(Duration::from_secs(3));
+            Ok(())
+        })
+        .unwrap_err();
+        assert!(matches!(err, HostError::TimedOut { .. }), "{err}");
+        assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+        let v = bounded("x", dev, Instant::now() + Duration::from_secs(5), || Ok(7)).unwrap();
+        assert_eq!(v, 7);
     }
 
     #[test]

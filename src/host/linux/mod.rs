@@ -56,6 +56,9 @@ impl Mounter for LinuxHost {
     fn mounted_device(&self, path: &Path) -> HostResult<Option<PathBuf>> {
         mounts::mounted_device(path)
     }
+    fn mounts_sharing(&self, path: &Path) -> HostResult<Vec<PathBuf>> {
+        mounts::sharing(path)
+    }
     fn read_only_after_errors(&self, path: &Path) -> HostResult<bool> {
         mounts::read_only_after_errors(path)
     }
@@ -80,8 +83,8 @@ impl Devices for LinuxHost {
     fn size(&self, device: &Path) -> HostResult<u64> {
         devices::size(device)
     }
-    fn rescan(&self, device: &Path) -> HostResult<()> {
-        devices::rescan(device)
+    fn rescan(&self, device: &Path, deadline: Instant) -> HostResult<()> {
+        devices::rescan(device, deadline)
     }
     fn flush(&self, device: &Path) -> HostResult<()> {
         devices::flush(device)

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
 use nix::mount::{MntFlags, MsFlags};
+use nix::sys::statvfs::FsFlags;
 use rustix::fs::{AtFlags, StatxAttributes, StatxFlags, CWD};
 
 use super::mountinfo;
@@ -74,15 +75,42 @@ fn parent_dev_differs(path: &Path, major: u32, minor: u32) -> bool {
     }
 }
 
+/// Options only mount(8) and fstab readers understand; the kernel answers EINVAL to them, so
+/// they are dropped rather than passed on as filesystem data.
+pub fn userspace_only(opt: &str) -> bool {
+    matches!(
+        opt,
+        "defaults"
+            | "auto"
+            | "noauto"
+            | "nofail"
+            | "_netdev"
+            | "_rnetdev"
+            | "user"
+            | "nouser"
+            | "users"
+            | "owner"
+            | "noowner"
+            | "group"
+            | "nogroup"
+    ) || opt.starts_with("x-")
+        || opt.starts_with("X-")
+        || opt.starts_with("comment=")
+}
+
 /// Split capability mount options into MS_* flags and filesystem data.
 pub fn parse_options(options: &[String]) -> (MsFlags, Vec<&str>) {
     let mut flags = MsFlags::empty();
     let mut data = Vec::new();
     for opt in options.iter().flat_map(|o| o.split(',')) {
         let opt = opt.trim();
+        if userspace_only(opt) {
+            continue;
+        }
         let (set, clear) = match opt {
-            "" | "defaults" | "rw" | "async" | "suid" | "dev" | "exec" | "atime" | "diratime"
-            | "nostrictatime" | "nolazytime" => (MsFlags::empty(), MsFlags::empty()),
+            "" | "async" | "suid" | "dev" | "exec" | "atime" | "diratime" | "nostrictatime"
+            | "nolazytime" => (MsFlags::empty(), MsFlags::empty()),
+            "rw" => (MsFlags::empty(), MsFlags::MS_RDONLY),
             "ro" => (MsFlags::MS_RDONLY, MsFlags::empty()),
             "nosuid" => (MsFlags::MS_NOSUID, MsFlags::empty()),
             "nodev" => (MsFlags::MS_NODEV, MsFlags::empty()),
@@ -107,24 +135,70 @@ pub fn parse_options(options: &[String]) -> (MsFlags, Vec<&str>) {
     (flags, data)
 }
 
-pub fn mount(device: &Path, target: &Path, spec: &MountSpec) -> HostResult<()> {
+/// Filesystem options that keep a read-only mount from writing to the device. A plain
+/// MS_RDONLY mount still replays an ext3/ext4 journal, an xfs log or a btrfs log tree left
+/// by an unclean shutdown — writes to a disk that other nodes may have attached read-only
+/// too (MULTI_NODE_READER_ONLY), or that must stay as it is. ext2 has no journal.
+pub fn no_replay_options(fs: FsKind) -> &'static [&'static str] {
+    match fs {
+        FsKind::Ext2 => &[],
+        FsKind::Ext3 | FsKind::Ext4 => &["noload"],
+        FsKind::Xfs => &["norecovery"],
+        // `rescue=` since Linux 5.9; newer kernels refuse the old bare `nologreplay`.
+        FsKind::Btrfs => &["rescue=nologreplay"],
+    }
+}
+
+/// The flags and data `mount` passes to mount(2) for `spec`.
+pub fn mount_args(spec: &MountSpec) -> (MsFlags, Vec<&str>) {
     let (mut flags, mut data) = parse_options(&spec.options);
     if spec.read_only {
         flags.insert(MsFlags::MS_RDONLY);
+    }
+    if flags.contains(MsFlags::MS_RDONLY) {
+        for o in no_replay_options(spec.fs) {
+            if !data.contains(o) {
+                data.push(o);
+            }
+        }
     }
     // Clones and snapshots of one xfs volume share its UUID; without nouuid the second
     // mount on a node fails.
     if spec.fs == FsKind::Xfs && !data.contains(&"nouuid") {
         data.push("nouuid");
     }
-    let data = data.join(",");
-    nix::mount::mount(
-        Some(device),
-        target,
-        Some(spec.fs.as_str()),
-        flags,
-        (!data.is_empty()).then_some(data.as_str()),
-    )
+    (flags, data)
+}
+
+pub fn mount(device: &Path, target: &Path, spec: &MountSpec) -> HostResult<()> {
+    let (flags, data) = mount_args(spec);
+    let sys_mount = |data: &[&str]| {
+        let data = data.join(",");
+        nix::mount::mount(
+            Some(device),
+            target,
+            Some(spec.fs.as_str()),
+            flags,
+            (!data.is_empty()).then_some(data.as_str()),
+        )
+    };
+    match sys_mount(&data) {
+        // Kernels before 5.9 know only the bare `nologreplay`.
+        Err(Errno::EINVAL) if data.contains(&"rescue=nologreplay") => {
+            let old: Vec<&str> = data
+                .iter()
+                .map(|&o| {
+                    if o == "rescue=nologreplay" {
+                        "nologreplay"
+                    } else {
+                        o
+                    }
+                })
+                .collect();
+            sys_mount(&old)
+        }
+        other => other,
+    }
     .map_err(|e| nix_err("mount", target, e))
 }
 
@@ -139,15 +213,35 @@ pub fn bind(source: &Path, target: &Path, read_only: bool) -> HostResult<()> {
     .map_err(|e| nix_err("bind mount", target, e))?;
     if read_only {
         // The kernel ignores MS_RDONLY on the first MS_BIND: only the remount makes the bind
-        // read-only. If it fails, undo the bind rather than leave a writable mount behind.
+        // read-only. A bind remount sets all per-mount flags at once, so the bind's own
+        // (nosuid, nodev, noexec, atime, inherited from the source mount) are carried over.
+        // If it fails, undo the bind rather than leave a writable mount behind.
         let remount = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY;
-        if let Err(e) = nix::mount::mount(None::<&str>, target, None::<&str>, remount, None::<&str>)
-        {
+        let res = nix::sys::statvfs::statvfs(target).and_then(|st| {
+            let flags = remount | per_mount_flags(st.flags());
+            nix::mount::mount(None::<&str>, target, None::<&str>, flags, None::<&str>)
+        });
+        if let Err(e) = res {
             let _ = nix::mount::umount2(target, MntFlags::UMOUNT_NOFOLLOW);
             return Err(nix_err("remount read-only", target, e));
         }
     }
     Ok(())
+}
+
+/// The MS_* per-mount flags that statvfs reports for a mount.
+fn per_mount_flags(st: FsFlags) -> MsFlags {
+    let map = [
+        (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+        (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+        (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+        (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
+        (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+        (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+    ];
+    map.iter()
+        .filter(|(st_flag, _)| st.contains(*st_flag))
+        .fold(MsFlags::empty(), |acc, (_, ms)| acc | *ms)
 }
 
 pub fn unmount(target: &Path, lazy: bool) -> HostResult<()> {
@@ -182,6 +276,13 @@ pub fn devnode_of(dev: DevId) -> Option<PathBuf> {
         .lines()
         .find_map(|l| l.strip_prefix("DEVNAME="))
         .map(|name| Path::new("/dev").join(name))
+}
+
+pub fn sharing(path: &Path) -> HostResult<Vec<PathBuf>> {
+    Ok(mountinfo::sharing(path)?
+        .into_iter()
+        .map(PathBuf::from)
+        .collect())
 }
 
 pub fn read_only_after_errors(path: &Path) -> HostResult<bool> {
@@ -230,5 +331,58 @@ pub fn remove(path: &Path) -> HostResult<()> {
     match res {
         Err(HostError::NotFound { .. }) => Ok(()),
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(fs: FsKind, options: &[&str], read_only: bool) -> MountSpec {
+        MountSpec {
+            fs,
+            options: options.iter().map(|s| s.to_string()).collect(),
+            read_only,
+        }
+    }
+
+    #[test]
+    fn userspace_only_options_never_reach_the_kernel() {
+        let opts = [
+            "nofail,_netdev,x-systemd.automount,comment=foo".to_string(),
+            "defaults,noauto,user,nouser,owner,discard".to_string(),
+        ];
+        let (flags, data) = parse_options(&opts);
+        assert_eq!(flags, MsFlags::empty());
+        assert_eq!(data, ["discard"]);
+    }
+
+    #[test]
+    fn read_only_mounts_never_replay_a_journal() {
+        for (fs, want) in [
+            (FsKind::Ext4, "noload"),
+            (FsKind::Ext3, "noload"),
+            (FsKind::Xfs, "norecovery"),
+            (FsKind::Btrfs, "rescue=nologreplay"),
+        ] {
+            let s = spec(fs, &[], true);
+            let (flags, data) = mount_args(&s);
+            assert!(flags.contains(MsFlags::MS_RDONLY));
+            assert!(data.contains(&want), "{fs}: {data:?}");
+            // `ro` among the capability's flags is the same as read_only.
+            let s = spec(fs, &["noatime,ro"], false);
+            assert!(mount_args(&s).1.contains(&want), "{fs} with ro flag");
+            // Read-write mounts replay as they must.
+            let s = spec(fs, &[], false);
+            assert!(!mount_args(&s).1.contains(&want), "{fs} rw");
+        }
+        assert_eq!(
+            mount_args(&spec(FsKind::Ext2, &[], true)).1,
+            Vec::<&str>::new()
+        );
+        assert_eq!(
+            mount_args(&spec(FsKind::Xfs, &["ro", "rw"], false)).1,
+            ["nouuid"]
+        );
     }
 }

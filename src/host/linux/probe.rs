@@ -1,4 +1,4 @@
-//! Is the device blank? Superblock magic read with one pread of the head (~50 µs instead of
+//! What is on the device? Superblock magic read with one pread of the head (~50 µs instead of
 //! ~3 ms for an exec of blkid). Only when no signature is found do we look further: a device
 //! is blank only if its first and last MiB and 64 samples spread over it read as zeroes. So
 //! an unknown filesystem, or raw data written through a block volume, is never formatted
@@ -84,57 +84,96 @@ fn be64(buf: &[u8], off: usize) -> u64 {
         .map_or(0, |b| u64::from_be_bytes(b.try_into().unwrap_or([0; 8])))
 }
 
-/// The first known signature in `head`. Filesystems are checked before the MBR boot
-/// signature, which boot sectors of some filesystems also carry.
+/// What the signatures in `head` say. All are looked for: one filesystem signature alone is
+/// that filesystem; a partition table, or more than one signature (a stale whole-disk
+/// superblock under a new partition table, say), is never mounted whole nor formatted.
 pub fn identify(head: &[u8]) -> Option<Content> {
-    if let Some(ext) = ext(head) {
-        return Some(ext);
+    let mut found = signatures(head);
+    match found.len() {
+        0 => None,
+        1 => found.pop(),
+        _ => Some(Content::Several(found.iter().map(describe).collect())),
     }
+}
+
+fn describe(c: &Content) -> String {
+    match c {
+        Content::Filesystem { kind, .. } => format!("{kind} filesystem"),
+        Content::PartitionTable(t) => format!("{t} partition table"),
+        Content::Other(sig) => format!("{sig} data"),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Every known signature in `head`.
+pub fn signatures(head: &[u8]) -> Vec<Content> {
+    let mut found = Vec::new();
+    found.extend(ext(head));
     if at(head, 0, b"XFSB") {
         let size = be32(head, 4).saturating_mul(be64(head, 8));
-        return Some(Content::Filesystem {
+        found.push(Content::Filesystem {
             kind: FsKind::Xfs,
             size_bytes: size,
         });
     }
     const BTRFS: usize = 64 * 1024;
     if at(head, BTRFS + 0x40, b"_BHRfS_M") {
-        return Some(Content::Filesystem {
+        found.push(Content::Filesystem {
             kind: FsKind::Btrfs,
             size_bytes: le64(head, BTRFS + 0x70),
         });
     }
     if at(head, 0, b"LUKS\xba\xbe") || at(head, 0, b"SKUL\xba\xbe") {
-        return Some(Content::Other("crypto_LUKS"));
+        found.push(Content::Other("crypto_LUKS"));
     }
-    for page in [4096usize, 8192, 16384, 65536] {
-        if at(head, page - 10, b"SWAPSPACE2") || at(head, page - 10, b"SWAP-SPACE") {
-            return Some(Content::Other("swap"));
-        }
+    if [4096usize, 8192, 16384, 65536]
+        .iter()
+        .any(|&page| at(head, page - 10, b"SWAPSPACE2") || at(head, page - 10, b"SWAP-SPACE"))
+    {
+        found.push(Content::Other("swap"));
     }
     if (0..4).any(|s| at(head, s * 512, b"LABELONE")) {
-        return Some(Content::Other("LVM2_member"));
+        found.push(Content::Other("LVM2_member"));
     }
     if at(head, 0, &0xa92b_4efc_u32.to_le_bytes()) || at(head, 4096, &0xa92b_4efc_u32.to_le_bytes())
     {
-        return Some(Content::Other("linux_raid_member"));
+        found.push(Content::Other("linux_raid_member"));
     }
     if at(head, 32769, b"CD001") {
-        return Some(Content::Other("iso9660"));
+        found.push(Content::Other("iso9660"));
     }
+    // FAT and NTFS boot sectors end in 0x55aa too, with boot code where MBR entries live.
+    let mut boot_sector = false;
     if at(head, 3, b"NTFS    ") {
-        return Some(Content::Other("ntfs"));
+        found.push(Content::Other("ntfs"));
+        boot_sector = true;
     }
     if at(head, 54, b"FAT1") || at(head, 82, b"FAT32   ") {
-        return Some(Content::Other("vfat"));
+        found.push(Content::Other("vfat"));
+        boot_sector = true;
     }
     if at(head, 512, b"EFI PART") || at(head, 4096, b"EFI PART") {
-        return Some(Content::PartitionTable("gpt"));
+        found.push(Content::PartitionTable("gpt"));
+    } else if !boot_sector && mbr_has_partitions(head) {
+        found.push(Content::PartitionTable("dos"));
     }
-    if at(head, 510, &[0x55, 0xaa]) {
-        return Some(Content::PartitionTable("dos"));
+    found
+}
+
+/// An MBR (0x55aa at 510) with at least one plausible entry: boot flag 0x00 or 0x80, a
+/// partition type, a start and a length. A bare 0x55aa is not enough: it says nothing about
+/// what lies beyond the first sector.
+fn mbr_has_partitions(head: &[u8]) -> bool {
+    if !at(head, 510, &[0x55, 0xaa]) {
+        return false;
     }
-    None
+    (0..4).any(|i| {
+        let e = 446 + i * 16;
+        matches!(head.get(e), Some(0x00 | 0x80))
+            && head.get(e + 4).is_some_and(|&t| t != 0)
+            && le32(head, e + 8) != 0
+            && le32(head, e + 12) != 0
+    })
 }
 
 fn ext(head: &[u8]) -> Option<Content> {
@@ -184,6 +223,9 @@ mod tests {
         let mut b = blank();
         b[510] = 0x55;
         b[511] = 0xaa;
+        // A boot signature without entries is no partition table.
+        assert_eq!(identify(&b), None);
+        b[446..462].copy_from_slice(&mbr_entry(0x83, 2048, 65536));
         assert_eq!(identify(&b), Some(Content::PartitionTable("dos")));
         b[512..520].copy_from_slice(b"EFI PART");
         assert_eq!(identify(&b), Some(Content::PartitionTable("gpt")));
@@ -207,6 +249,59 @@ mod tests {
         let mut b = blank();
         b[0..6].copy_from_slice(b"LUKS\xba\xbe");
         assert_eq!(identify(&b), Some(Content::Other("crypto_LUKS")));
+    }
+
+    fn mbr_entry(kind: u8, start: u32, len: u32) -> [u8; 16] {
+        let mut e = [0u8; 16];
+        e[4] = kind;
+        e[8..12].copy_from_slice(&start.to_le_bytes());
+        e[12..16].copy_from_slice(&len.to_le_bytes());
+        e
+    }
+
+    fn ext4_head() -> Vec<u8> {
+        let mut b = blank();
+        b[1024 + 0x38] = 0x53;
+        b[1024 + 0x39] = 0xef;
+        b[1024 + 4..1024 + 8].copy_from_slice(&1000u32.to_le_bytes());
+        b[1024 + 0x5c] = 0x4;
+        b[1024 + 0x60] = 0x40;
+        b
+    }
+
+    #[test]
+    fn stale_filesystem_under_a_partition_table_is_several() {
+        // sfdisk over a whole-disk ext4: the superblock at 1 KiB survives the new MBR.
+        let mut b = ext4_head();
+        b[446..462].copy_from_slice(&mbr_entry(0x83, 2048, 65536));
+        b[510] = 0x55;
+        b[511] = 0xaa;
+        match identify(&b) {
+            Some(Content::Several(v)) => {
+                assert_eq!(v, ["ext4 filesystem", "dos partition table"])
+            }
+            other => panic!("{other:?}"),
+        }
+        // parted mklabel gpt over xfs keeps the boot code area, and with it "XFSB".
+        let mut b = blank();
+        b[0..4].copy_from_slice(b"XFSB");
+        b[446..462].copy_from_slice(&mbr_entry(0xee, 1, 0xffff_ffff));
+        b[510] = 0x55;
+        b[511] = 0xaa;
+        b[512..520].copy_from_slice(b"EFI PART");
+        assert!(matches!(identify(&b), Some(Content::Several(v)) if v.len() == 2));
+        // A btrfs superblock beside swap.
+        let mut b = blank();
+        b[65536 + 0x40..65536 + 0x48].copy_from_slice(b"_BHRfS_M");
+        b[4086..4096].copy_from_slice(b"SWAPSPACE2");
+        assert!(matches!(identify(&b), Some(Content::Several(v)) if v.len() == 2));
+        // A FAT boot sector's 0x55aa and boot code are not an MBR.
+        let mut b = blank();
+        b[82..90].copy_from_slice(b"FAT32   ");
+        b[446..462].copy_from_slice(&mbr_entry(0x83, 2048, 65536));
+        b[510] = 0x55;
+        b[511] = 0xaa;
+        assert_eq!(identify(&b), Some(Content::Other("vfat")));
     }
 
     #[test]

@@ -92,17 +92,13 @@ pub fn mkfs_args(device: &Path, fs: FsKind, o: &FormatOptions) -> (String, Vec<S
     let mut a: Vec<String> = Vec::new();
     match fs {
         FsKind::Ext2 | FsKind::Ext3 | FsKind::Ext4 => {
-            // -F: whole-disk devices otherwise prompt. Lazy init keeps mkfs ~20 ms at
-            // 100 GiB even without zero-out offload (perf-limits.md §4).
+            // No -F: it would push nonsense through (a block size the kernel cannot mount
+            // formats the device, then the mount fails); without it mke2fs asks, reads EOF
+            // from /dev/null and stops before writing. (Its existing-filesystem check runs
+            // only on a terminal, so our own probe is what guards data.) Lazy init keeps mkfs
+            // ~20 ms at 100 GiB even without zero-out offload (perf-limits.md §4).
             a.extend(
-                [
-                    "-F",
-                    "-q",
-                    "-m0",
-                    "-E",
-                    "lazy_itable_init=1,lazy_journal_init=1",
-                ]
-                .map(String::from),
+                ["-q", "-m0", "-E", "lazy_itable_init=1,lazy_journal_init=1"].map(String::from),
             );
             if let Some(b) = o.block_size {
                 a.extend(["-b".into(), b.to_string()]);
