@@ -118,7 +118,7 @@ impl Metrics {
             .observe(seconds);
     }
 
-    /// One cloud API request, e.g. `volume_create`, `server_attach`, `keystone_token`.
+    /// One cloud API request, e.g. `volume_create`, `volume_attach`, `keystone_token`.
     pub fn observe_api_request(&self, request: &str, seconds: f64, failed: bool) {
         let label = RequestLabel {
             request: request.to_string(),

@@ -1215,3 +1215,138 @@ async fn concurrent_waits_share_one_list_per_round() {
     assert!(d.requests(Service::Cinder) <= 8 + 8, "{d:?}");
     assert_eq!(d.requests(Service::Keystone), 0);
 }
+
+/// IDs that cannot be Cinder or Nova IDs never become URL paths: DeleteSnapshot of
+/// `../volumes/<id>` must not delete the volume, DeleteVolume of `<id>?cascade=true` must not
+/// delete it with its snapshots, GetVolume of `detail` is NotFound (not the volume list).
+/// Each is NotFound without a single request, and everything is still there afterwards.
+#[tokio::test]
+async fn ids_that_cannot_be_ids_touch_nothing() {
+    let Some(cloud) = Cloud::from_env("ids_that_cannot_be_ids_touch_nothing") else {
+        return;
+    };
+    let _serial = serial().await;
+    let trash = Trash::new(&cloud);
+    let (os, m) = adapter(&options_from(&cloud, "OSTACK_CLOUD_CONF")).await;
+    let vol = create_available(&os, &trash, new_volume(&unique("ids"), 1)).await;
+    let snap = os
+        .create_snapshot(&NewSnapshot {
+            name: unique("snap"),
+            volume_id: vol.id.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    os.wait_snapshot(&snap.id, &SnapshotWait::Available, deadline())
+        .await
+        .unwrap();
+    let before = m.snapshot();
+    let escape = format!("../volumes/{}", vol.id);
+    let cascade = format!("{}?cascade=true", vol.id);
+    let node = cloud.node(1, "ID");
+    let results = [
+        (
+            "delete_snapshot ../volumes/<id>",
+            os.delete_snapshot(&escape).await,
+        ),
+        (
+            "delete_volume <id>?cascade=true",
+            os.delete_volume(&cascade, false).await,
+        ),
+        (
+            "delete_volume <id>/",
+            os.delete_volume(&format!("{}/", vol.id), true).await,
+        ),
+        (
+            "delete_backup ../volumes/<id>",
+            os.delete_backup(&escape).await,
+        ),
+        (
+            "get_volume detail",
+            os.get_volume("detail").await.map(|_| ()),
+        ),
+        (
+            "get_snapshot ../volumes/<id>",
+            os.get_snapshot(&escape).await.map(|_| ()),
+        ),
+        (
+            "get_server <node>/os-volume_attachments",
+            os.get_server(&format!("{node}/os-volume_attachments"))
+                .await
+                .map(|_| ()),
+        ),
+        (
+            "detach_volume <node> ../<id>",
+            os.detach_volume(node, &format!("../{}", vol.id)).await,
+        ),
+    ];
+    for (what, r) in results {
+        assert!(
+            matches!(r, Err(CloudError::NotFound { .. })),
+            "{what}: {r:?}"
+        );
+    }
+    let d = m.snapshot().since(&before);
+    assert_eq!(
+        (d.requests(Service::Cinder), d.requests(Service::Nova)),
+        (0, 0),
+        "no request reached the cloud"
+    );
+    let v = os.get_volume(&vol.id).await.unwrap();
+    assert_eq!(v.status, VolumeStatus::Available);
+    let s = os.get_snapshot(&snap.id).await.unwrap();
+    assert_eq!(s.status, SnapshotStatus::Available);
+}
+
+/// ControllerUnpublishVolume while Nova is still attaching (a publish that ran out of time):
+/// right after Nova's POST the volume is `reserved`/`attaching` and Cinder lists no attachment
+/// yet. The unpublish must wait for the attach to land and detach it, not answer OK and leave
+/// the disk on the node with no VolumeAttachment to ever remove it.
+#[tokio::test]
+async fn unpublish_during_a_real_attach_in_flight_detaches() {
+    use cinder_csi::driver::controller::{Controller, ControllerOptions, Unpublish};
+
+    let Some(cloud) = Cloud::from_env("unpublish_during_a_real_attach_in_flight_detaches") else {
+        return;
+    };
+    let _serial = serial().await;
+    let trash = Trash::new(&cloud);
+    let (os, _) = adapter(&options_from(&cloud, "OSTACK_CLOUD_CONF")).await;
+    let vol = create_available(&os, &trash, new_volume(&unique("inflight"), 1)).await;
+    let node = cloud.node(1, "ID").to_string();
+    let ctl = Controller::new(
+        cinder_csi::cloud::Clouds::new([cinder_csi::cloud::Cloud {
+            name: String::new(),
+            storage: os.clone(),
+            compute: os.clone(),
+        }]),
+        ControllerOptions::default(),
+    );
+    os.attach_volume(&node, &vol.id, false).await.unwrap();
+    let seen = os.get_volume(&vol.id).await.unwrap();
+    eprintln!(
+        "right after Nova's POST: status {}, attachments {}",
+        seen.status,
+        seen.attachments.len()
+    );
+    ctl.unpublish_volume(Unpublish {
+        volume_id: vol.id.clone(),
+        node_id: Some(node.clone()),
+        cloud: String::new(),
+        deadline: deadline(),
+    })
+    .await
+    .expect("unpublish");
+    // Whatever Nova was doing has finished by now; nothing may be left attached.
+    let v = os
+        .wait_volume(&vol.id, &VolumeWait::Stable, deadline())
+        .await
+        .unwrap();
+    assert_eq!(v.status, VolumeStatus::Available, "{v:?}");
+    assert!(v.attachments.is_empty(), "{v:?}");
+    let on_node = os.list_attachments(&node).await.unwrap();
+    assert!(
+        on_node.iter().all(|a| a.volume_id != vol.id),
+        "Nova still has it: {on_node:?}"
+    );
+}

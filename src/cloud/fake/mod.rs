@@ -160,6 +160,13 @@ impl FakeCloud {
         }
     }
 
+    /// Forget a volume's `backup_id`, as clouds that do not report it show the volume.
+    pub fn clear_backup_id(&self, id: &str) {
+        if let Some(v) = self.lock().volumes.get_mut(id) {
+            v.volume.backup_id = None;
+        }
+    }
+
     /// Put a backup into `status` at once, dropping any transition.
     pub fn set_backup_status(&self, id: &str, status: super::BackupStatus) {
         let mut s = self.lock();

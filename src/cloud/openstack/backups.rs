@@ -8,6 +8,7 @@ use tokio::time::Instant;
 
 use super::api::{list_cinder, CallError, Request};
 use super::dto::{has_next, BackupCreated, BackupEnvelope, BackupList};
+use super::ids::segment;
 use super::metrics::Op;
 use super::microversion::{CINDER_BACKUP_AZ, CINDER_BACKUP_METADATA};
 use super::poll::{on_error, poll, Step};
@@ -85,7 +86,10 @@ impl OpenStack {
     async fn get_backup_dto(&self, id: &str) -> CloudResult<super::dto::BackupDto> {
         let ans = self
             .api
-            .cinder(Request::get(Op::BackupGet, format!("backups/{id}")))
+            .cinder(Request::get(
+                Op::BackupGet,
+                format!("backups/{}", segment(Resource::Backup, id)?),
+            ))
             .await
             .map_err(|e| e.into_cloud(Resource::Backup, id))?;
         let env: BackupEnvelope = ans
@@ -125,7 +129,7 @@ impl OpenStack {
             .cinder(Request::new(
                 Op::BackupDelete,
                 Method::DELETE,
-                format!("backups/{id}"),
+                format!("backups/{}", segment(Resource::Backup, id)?),
             ))
             .await
             .map(|_| ())

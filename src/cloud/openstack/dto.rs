@@ -80,7 +80,10 @@ pub fn has_next(links: &[Link]) -> bool {
 
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 pub struct VolumeAttachmentDto {
-    pub server_id: String,
+    /// `null` for an attachment to a host rather than a Nova server (e.g. a volume attached
+    /// by `cinder local-attach` or a bare-metal connector): no node of ours, so skipped.
+    #[serde(default)]
+    pub server_id: Option<String>,
     #[serde(default)]
     pub attachment_id: Option<String>,
     #[serde(default)]
@@ -148,10 +151,12 @@ impl From<VolumeDto> for Volume {
             attachments: d
                 .attachments
                 .into_iter()
-                .map(|a| Attachment {
-                    server_id: a.server_id,
-                    attachment_id: a.attachment_id,
-                    device: a.device,
+                .filter_map(|a| {
+                    Some(Attachment {
+                        server_id: a.server_id?,
+                        attachment_id: a.attachment_id,
+                        device: a.device,
+                    })
                 })
                 .collect(),
             id: d.id,

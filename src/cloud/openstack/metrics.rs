@@ -53,7 +53,8 @@ ops! {
     /// The status watcher's batched refresh.
     VolumeWatch => ("volume_watch_list", Cinder),
     VolumeDelete => ("volume_delete", Cinder),
-    VolumeExtend => ("volume_extend", Cinder),
+    /// Upstream's label (dashboards rely on it), though Cinder calls it extend.
+    VolumeExtend => ("volume_expand", Cinder),
     VolumeRetype => ("volume_retype", Cinder),
     VolumeTypeGet => ("volume_type_get", Cinder),
     VolumeTypeList => ("volume_type_list", Cinder),
@@ -69,8 +70,9 @@ ops! {
     QuotaGet => ("quota_get", Cinder),
     NovaVersions => ("nova_versions", Nova),
     ServerGet => ("server_get", Nova),
-    ServerAttach => ("server_attach", Nova),
-    ServerDetach => ("server_detach", Nova),
+    /// `volume_attach`/`volume_detach`: upstream's labels for the Nova calls.
+    ServerAttach => ("volume_attach", Nova),
+    ServerDetach => ("volume_detach", Nova),
     ServerAttachmentList => ("server_attachment_list", Nova),
 }
 
@@ -258,9 +260,30 @@ mod tests {
         m.record(Op::KeystoneToken, Duration::from_millis(1), true);
         assert_eq!(
             *seen.lock().unwrap(),
-            vec![("server_attach", false), ("keystone_token", true)]
+            vec![("volume_attach", false), ("keystone_token", true)]
         );
         assert_eq!(m.snapshot().get(Op::ServerAttach).requests, 1);
+    }
+
+    #[test]
+    fn labels_of_upstream_requests_are_upstreams() {
+        // Dashboards built for cinder-csi-plugin select on these `request` values.
+        for (op, label) in [
+            (Op::VolumeCreate, "volume_create"),
+            (Op::VolumeGet, "volume_get"),
+            (Op::VolumeList, "volume_list"),
+            (Op::VolumeDelete, "volume_delete"),
+            (Op::VolumeExtend, "volume_expand"),
+            (Op::ServerAttach, "volume_attach"),
+            (Op::ServerDetach, "volume_detach"),
+            (Op::SnapshotCreate, "snapshot_create"),
+            (Op::SnapshotDelete, "snapshot_delete"),
+            (Op::BackupCreate, "backup_create"),
+            (Op::BackupDelete, "backup_delete"),
+            (Op::ServerGet, "server_get"),
+        ] {
+            assert_eq!(op.name(), label);
+        }
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod catalog;
 mod dto;
 mod errors;
 mod http;
+mod ids;
 mod keystone;
 pub mod metrics;
 mod microversion;

@@ -7,6 +7,7 @@ use serde_json::json;
 
 use super::api::{CallError, Request};
 use super::dto::{NovaAttachmentEnvelope, NovaAttachmentList, ServerEnvelope};
+use super::ids::segment;
 use super::metrics::Op;
 use super::microversion::NOVA_MULTIATTACH;
 use super::OpenStack;
@@ -16,7 +17,10 @@ impl OpenStack {
     pub(super) async fn get_server_impl(&self, id: &str) -> CloudResult<Server> {
         let ans = self
             .api
-            .nova(Request::get(Op::ServerGet, format!("servers/{id}")))
+            .nova(Request::get(
+                Op::ServerGet,
+                format!("servers/{}", segment(Resource::Server, id)?),
+            ))
             .await
             .map_err(|e| e.into_cloud(Resource::Server, id))?;
         let env: ServerEnvelope = ans
@@ -38,6 +42,8 @@ impl OpenStack {
                 .require(NOVA_MULTIATTACH, "attaching a multiattach volume")
                 .map_err(CloudError::Unsupported)?;
         }
+        let server = segment(Resource::Server, server_id)?;
+        segment(Resource::Volume, volume_id)?;
         let body = json!({ "volumeAttachment": { "volumeId": volume_id } });
         let ans = self
             .api
@@ -45,7 +51,7 @@ impl OpenStack {
                 Request::new(
                     Op::ServerAttach,
                     Method::POST,
-                    format!("servers/{server_id}/os-volume_attachments"),
+                    format!("servers/{server}/os-volume_attachments"),
                 )
                 .json(body),
             )
@@ -62,12 +68,13 @@ impl OpenStack {
         server_id: &str,
         volume_id: &str,
     ) -> CloudResult<()> {
+        let path = format!(
+            "servers/{}/os-volume_attachments/{}",
+            segment(Resource::Server, server_id)?,
+            segment(Resource::Volume, volume_id)?
+        );
         self.api
-            .nova(Request::new(
-                Op::ServerDetach,
-                Method::DELETE,
-                format!("servers/{server_id}/os-volume_attachments/{volume_id}"),
-            ))
+            .nova(Request::new(Op::ServerDetach, Method::DELETE, path))
             .await
             .map(|_| ())
             .map_err(|e| not_found_of(e, server_id, volume_id, Resource::Attachment))
@@ -81,7 +88,10 @@ impl OpenStack {
             .api
             .nova(Request::get(
                 Op::ServerAttachmentList,
-                format!("servers/{server_id}/os-volume_attachments"),
+                format!(
+                    "servers/{}/os-volume_attachments",
+                    segment(Resource::Server, server_id)?
+                ),
             ))
             .await
             .map_err(|e| e.into_cloud(Resource::Server, server_id))?;

@@ -7,6 +7,7 @@ use tokio::time::Instant;
 
 use super::api::{list_cinder, Request};
 use super::dto::{has_next, SnapshotEnvelope, SnapshotList};
+use super::ids::segment;
 use super::metrics::Op;
 use super::poll::{on_error, poll, Step};
 use super::OpenStack;
@@ -48,7 +49,10 @@ impl OpenStack {
     pub(super) async fn get_snapshot_impl(&self, id: &str) -> CloudResult<Snapshot> {
         let ans = self
             .api
-            .cinder(Request::get(Op::SnapshotGet, format!("snapshots/{id}")))
+            .cinder(Request::get(
+                Op::SnapshotGet,
+                format!("snapshots/{}", segment(Resource::Snapshot, id)?),
+            ))
             .await
             .map_err(|e| e.into_cloud(Resource::Snapshot, id))?;
         let env: SnapshotEnvelope = ans
@@ -88,7 +92,7 @@ impl OpenStack {
             .cinder(Request::new(
                 Op::SnapshotDelete,
                 Method::DELETE,
-                format!("snapshots/{id}"),
+                format!("snapshots/{}", segment(Resource::Snapshot, id)?),
             ))
             .await
             .map(|_| ())

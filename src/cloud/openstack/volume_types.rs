@@ -44,7 +44,7 @@ impl OpenStack {
         if let Some(t) = self.types.get(name_or_id) {
             return Ok(t);
         }
-        if uuid::Uuid::parse_str(name_or_id).is_ok() {
+        if super::ids::is_uuid(name_or_id) {
             match self
                 .api
                 .cinder(Request::get(

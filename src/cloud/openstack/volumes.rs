@@ -8,6 +8,7 @@ use tokio::time::Instant;
 
 use super::api::{list_cinder, CallError, Request};
 use super::dto::{has_next, MessageList, VolumeEnvelope, VolumeList};
+use super::ids::segment;
 use super::metrics::Op;
 use super::microversion::{CINDER_CREATE_FROM_BACKUP, CINDER_ONLINE_EXTEND};
 use super::OpenStack;
@@ -89,7 +90,10 @@ impl OpenStack {
     pub(super) async fn get_volume_impl(&self, id: &str) -> CloudResult<Volume> {
         let ans = self
             .api
-            .cinder(Request::get(Op::VolumeGet, format!("volumes/{id}")))
+            .cinder(Request::get(
+                Op::VolumeGet,
+                format!("volumes/{}", segment(Resource::Volume, id)?),
+            ))
             .await
             .map_err(|e| e.into_cloud(Resource::Volume, id))?;
         let env: VolumeEnvelope = ans
@@ -132,7 +136,8 @@ impl OpenStack {
     }
 
     pub(super) async fn delete_volume_impl(&self, id: &str, cascade: bool) -> CloudResult<()> {
-        let mut req = Request::new(Op::VolumeDelete, Method::DELETE, format!("volumes/{id}"));
+        let path = format!("volumes/{}", segment(Resource::Volume, id)?);
+        let mut req = Request::new(Op::VolumeDelete, Method::DELETE, path);
         if cascade {
             req = req.query("cascade", "true");
         }
@@ -178,7 +183,7 @@ impl OpenStack {
                 Request::new(
                     Op::VolumeRetype,
                     Method::POST,
-                    format!("volumes/{id}/action"),
+                    format!("volumes/{}/action", segment(Resource::Volume, id)?),
                 )
                 .json(body),
             )
@@ -233,7 +238,14 @@ impl OpenStack {
 
     async fn action(&self, op: Op, id: &str, body: Value) -> CloudResult<()> {
         self.api
-            .cinder(Request::new(op, Method::POST, format!("volumes/{id}/action")).json(body))
+            .cinder(
+                Request::new(
+                    op,
+                    Method::POST,
+                    format!("volumes/{}/action", segment(Resource::Volume, id)?),
+                )
+                .json(body),
+            )
             .await
             .map(|_| ())
             .map_err(|e| e.into_cloud(Resource::Volume, id))

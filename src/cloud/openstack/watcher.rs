@@ -320,7 +320,11 @@ impl Inner {
     async fn get(&self, id: &str) -> Obs {
         match self
             .api
-            .cinder(Request::get(Op::VolumeGet, format!("volumes/{id}")))
+            // Waits follow IDs the core already looked up (so validated): encode only.
+            .cinder(Request::get(
+                Op::VolumeGet,
+                format!("volumes/{}", super::ids::encode_segment(id)),
+            ))
             .await
         {
             Ok(ans) => match ans.json::<VolumeEnvelope>(Op::VolumeGet) {

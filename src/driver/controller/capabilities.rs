@@ -1,7 +1,9 @@
 //! Which volume capabilities a Cinder volume can serve. Upstream provisions RWX/ROX volumes
 //! without any check (#1367); here multi-node access needs a multiattach volume type, and
-//! multi-node read-write needs raw block (a regular filesystem mounted read-write on two nodes
-//! is corrupted).
+//! multi-node access with a writer needs raw block: a regular filesystem mounted on several
+//! nodes while one of them writes is corrupted (the readers' caches and journal replay do
+//! not see the writer's changes). Multi-node read-only stays allowed for mounts (the node
+//! mounts those without journal recovery).
 
 use crate::driver::types::{AccessMode, VolumeCapability};
 
@@ -12,10 +14,15 @@ pub fn unsupported_capability(cap: &VolumeCapability, multiattach: bool) -> Opti
     if !mode.is_multi_node() {
         return None;
     }
-    if mode == AccessMode::MultiNodeMultiWriter && !cap.access_type.is_block() {
+    let writer = matches!(
+        mode,
+        AccessMode::MultiNodeMultiWriter | AccessMode::MultiNodeSingleWriter
+    );
+    if writer && !cap.access_type.is_block() {
         return Some(format!(
-            "access mode {} needs volumeMode: Block; a filesystem mounted read-write on several \
-             nodes at once is corrupted",
+            "access mode {} needs volumeMode: Block; a filesystem mounted on several nodes \
+             while one writes is corrupted (use ReadWriteOnce for a filesystem, or \
+             ReadOnlyMany to share it read-only)",
             mode.as_str()
         ));
     }
@@ -64,18 +71,20 @@ mod tests {
         ] {
             assert_eq!(unsupported_capability(&cap(m, false), false), None);
         }
+        let mnro = AccessMode::MultiNodeReaderOnly;
+        assert!(unsupported_capability(&cap(mnro, false), false).is_some());
+        assert_eq!(unsupported_capability(&cap(mnro, false), true), None);
+        assert_eq!(unsupported_capability(&cap(mnro, true), true), None);
+        // A writer among several nodes: block only, and multiattach.
         for m in [
-            AccessMode::MultiNodeReaderOnly,
             AccessMode::MultiNodeSingleWriter,
+            AccessMode::MultiNodeMultiWriter,
         ] {
-            assert!(unsupported_capability(&cap(m, false), false).is_some());
-            assert_eq!(unsupported_capability(&cap(m, false), true), None);
+            assert!(unsupported_capability(&cap(m, false), true)
+                .unwrap()
+                .contains("Block"));
+            assert_eq!(unsupported_capability(&cap(m, true), true), None);
+            assert!(unsupported_capability(&cap(m, true), false).is_some());
         }
-        let mnmw = AccessMode::MultiNodeMultiWriter;
-        assert!(unsupported_capability(&cap(mnmw, false), true)
-            .unwrap()
-            .contains("Block"));
-        assert_eq!(unsupported_capability(&cap(mnmw, true), true), None);
-        assert!(unsupported_capability(&cap(mnmw, true), false).is_some());
     }
 }

@@ -6,12 +6,13 @@ use std::collections::BTreeMap;
 use tokio::time::Instant;
 
 use super::capabilities::{unsupported_capability, wants_multi_node};
-use super::params::CLUSTER_KEY;
+use super::create_existing::source_tag;
+use super::params::{CLUSTER_KEY, CONTENT_SOURCE_KEY};
 use super::waits::wait_deadline;
 use super::{ContentSource, Controller, CreateVolume, VolumeInfo};
 use crate::cloud::{
-    BackupStatus, BackupWait, Cloud, CloudError, NewVolume, PageRequest, Resource, SnapshotStatus,
-    SnapshotWait, Volume, VolumeFilter, VolumeSource, VolumeStatus, VolumeType, VolumeWait, GIB,
+    BackupStatus, BackupWait, Cloud, CloudError, NewVolume, Resource, SnapshotStatus, SnapshotWait,
+    Volume, VolumeSource, VolumeStatus, VolumeType, VolumeWait, GIB,
 };
 use crate::driver::types::{round_up_gib, CapacityRange, Topology, ZONE_TOPOLOGY_KEY};
 use crate::driver::{Error, Result};
@@ -57,7 +58,7 @@ pub fn size_for(range: CapacityRange, min_gib: u64) -> Result<u64> {
 }
 
 /// Whether an existing volume satisfies the requested capacity range.
-fn fits(range: CapacityRange, v: &Volume) -> bool {
+pub(super) fn fits(range: CapacityRange, v: &Volume) -> bool {
     let size = v.size_bytes();
     size >= range.required_bytes && (range.limit_bytes == 0 || size <= range.limit_bytes)
 }
@@ -113,98 +114,6 @@ impl Controller {
         Ok(info)
     }
 
-    /// The volume already created under `name` (CSI: the name is the idempotency key).
-    async fn find_by_name(&self, cloud: &Cloud, name: &str) -> Result<Option<Volume>> {
-        let filter = VolumeFilter {
-            name: Some(name.to_string()),
-            ..Default::default()
-        };
-        let page = cloud
-            .storage
-            .list_volumes(&filter, &PageRequest::default())
-            .await?;
-        let mut found: Vec<Volume> = page
-            .items
-            .into_iter()
-            .filter(|v| v.name == name && v.status != VolumeStatus::Deleting)
-            .collect();
-        match found.len() {
-            0 => Ok(None),
-            1 => Ok(found.pop()),
-            _ => {
-                let ids: Vec<&str> = found.iter().map(|v| v.id.as_str()).collect();
-                Err(Error::precondition(format!(
-                    "{} volumes are named {name:?} ({}); delete the extra ones so the name \
-                     identifies one volume",
-                    ids.len(),
-                    ids.join(", ")
-                )))
-            }
-        }
-    }
-
-    /// CSI: an existing volume with this name must match the request, else AlreadyExists.
-    async fn check_compatible(
-        &self,
-        cloud: &Cloud,
-        v: &Volume,
-        req: &CreateVolume,
-        volume_type: Option<&str>,
-    ) -> Result<()> {
-        let exists = |what: String| {
-            Error::AlreadyExists(format!(
-                "volume {:?} already exists as {} but {what}; use another name or delete it",
-                req.name, v.id
-            ))
-        };
-        if !fits(req.capacity, v) {
-            return Err(exists(format!(
-                "its size {} GiB does not fit capacity_range (required {}, limit {})",
-                v.size_gib, req.capacity.required_bytes, req.capacity.limit_bytes
-            )));
-        }
-        let source_ok = match &req.source {
-            None => {
-                v.snapshot_id.is_none() && v.source_volume_id.is_none() && v.backup_id.is_none()
-            }
-            Some(ContentSource::Volume(id)) => v.source_volume_id.as_deref() == Some(id),
-            // Cinder may not report a backup source; only a different known source conflicts.
-            Some(ContentSource::Snapshot(id)) => {
-                v.source_volume_id.is_none()
-                    && v.snapshot_id.as_deref().is_none_or(|s| s == id)
-                    && v.backup_id.as_deref().is_none_or(|b| b == id)
-            }
-        };
-        if !source_ok {
-            return Err(exists("its content source differs".into()));
-        }
-        for cap in &req.capabilities {
-            if let Some(why) = unsupported_capability(cap, v.multiattach) {
-                return Err(exists(format!("it cannot serve the capability: {why}")));
-            }
-        }
-        if let Some(want) = volume_type {
-            let have = v.volume_type.as_deref().unwrap_or("");
-            if want != have {
-                // The request may name the type by id; Cinder reports the name.
-                let t = self.resolve_type(cloud, want).await?;
-                if t.name != have && t.id != have {
-                    return Err(exists(format!("its volume type is {have:?}, not {want:?}")));
-                }
-            }
-        }
-        if self.opts.with_topology && req.params.availability.is_none() {
-            let zones: Vec<&str> = req.topology.requisite.iter().filter_map(zone_of).collect();
-            if !zones.is_empty() && !zones.contains(&v.availability_zone.as_str()) {
-                return Err(exists(format!(
-                    "its availability zone {:?} is not among the requisite zones {zones:?}",
-                    v.availability_zone
-                )));
-            }
-        }
-        Ok(())
-    }
-
     async fn create_new(
         &self,
         cloud: &Cloud,
@@ -232,6 +141,9 @@ impl Controller {
         let size_gib = size_for(req.capacity, source_gib)?;
         let mut metadata: BTreeMap<String, String> = req.params.k8s_metadata.clone();
         metadata.insert(CLUSTER_KEY.to_string(), self.opts.cluster.clone());
+        if let Some(src) = &source {
+            metadata.insert(CONTENT_SOURCE_KEY.to_string(), source_tag(src));
+        }
         let new = NewVolume {
             name: req.name.clone(),
             size_gib,
@@ -397,6 +309,21 @@ impl Controller {
         let Some((status, reason)) = failed else {
             return Ok(v);
         };
+        let why = reason.map(|r| format!(": {r}")).unwrap_or_default();
+        // Only a failed creation is ours to delete: plain `error`, tagged for this cluster,
+        // never attached. Other error states (error_extending, error_restoring,
+        // error_backing-up, …) belong to a volume that may hold data.
+        let failed_creation = VolumeStatus::parse(&status) == VolumeStatus::Error
+            && self.is_ours(&v)
+            && v.attachments.is_empty();
+        if !failed_creation {
+            return Err(Error::precondition(format!(
+                "volume {} ({name:?}) is in status {status}{why}; it may hold data, so it is not \
+                 deleted automatically: inspect it, then delete it (or reset its state) and \
+                 retry",
+                v.id
+            )));
+        }
         let cleanup = match cloud.storage.delete_volume(&v.id, false).await {
             Ok(()) | Err(CloudError::NotFound { .. }) => {
                 "it was deleted; a retry creates a new one".to_string()
@@ -404,9 +331,8 @@ impl Controller {
             Err(e) => format!("deleting it failed too ({e}); a retry deletes it again"),
         };
         Err(Error::internal(format!(
-            "volume {} ({name:?}) went into status {status}{}; {cleanup}",
-            v.id,
-            reason.map(|r| format!(": {r}")).unwrap_or_default()
+            "volume {} ({name:?}) went into status {status}{why}; {cleanup}",
+            v.id
         )))
     }
 }

@@ -1,7 +1,7 @@
 //! ControllerExpandVolume: extend (online with Cinder 3.42 when in-use) and wait until
 //! Cinder reports the new size. Node expansion is required only for mount access.
 
-use super::waits::{wait_deadline, MAX_STATE_RETRIES};
+use super::waits::{wait_deadline, Refusals, MAX_STATE_RETRIES};
 use super::{volume_error, Controller, ExpandVolume, Expanded};
 use crate::cloud::{CloudError, VolumeStatus, VolumeWait, GIB};
 use crate::driver::types::round_up_gib;
@@ -44,6 +44,7 @@ impl Controller {
                 return Err(Error::invalid(format!("volume {id}: {why}")));
             }
         }
+        let mut refusals = Refusals::default();
         for _ in 0..MAX_STATE_RETRIES {
             // CSI: already at least that large → OK.
             if v.size_gib >= new_gib && v.status != VolumeStatus::Extending {
@@ -82,11 +83,19 @@ impl Controller {
                         .wait_volume(id, &VolumeWait::Extended(new_gib), deadline)
                         .await?;
                 }
-                Err(CloudError::Conflict { .. }) => {
+                Err(CloudError::Conflict { message, .. }) => {
+                    let before = v;
                     v = storage
                         .get_volume(id)
                         .await
                         .map_err(|e| volume_error(id, e))?;
+                    if refusals.permanent(&before, &v) {
+                        return Err(Error::precondition(format!(
+                            "Cinder refused to extend volume {id} (status {}) to {new_gib} GiB: \
+                             {message}",
+                            v.status
+                        )));
+                    }
                 }
                 Err(CloudError::Unsupported(why)) if online => {
                     return Err(Error::precondition(format!(

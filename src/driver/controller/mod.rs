@@ -10,6 +10,7 @@
 mod capabilities;
 mod capacity;
 mod create;
+mod create_existing;
 mod delete;
 mod expand;
 mod list;
@@ -151,7 +152,8 @@ impl Controller {
             .clone()
             .map(ContentSource::Snapshot)
             .or_else(|| v.backup_id.clone().map(ContentSource::Snapshot))
-            .or_else(|| v.source_volume_id.clone().map(ContentSource::Volume));
+            .or_else(|| v.source_volume_id.clone().map(ContentSource::Volume))
+            .or_else(|| create_existing::recorded_source(v));
         let mut context = BTreeMap::new();
         if source.is_some() {
             context.insert(params::RESIZE_REQUIRED_KEY.to_string(), "true".to_string());

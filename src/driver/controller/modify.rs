@@ -2,7 +2,7 @@
 //! configured migration policy. Only keys that are present change anything (CSI: "SPs MUST
 //! NOT modify volumes based on the absence of keys").
 
-use super::waits::{wait_deadline, MAX_STATE_RETRIES};
+use super::waits::{wait_deadline, Refusals, MAX_STATE_RETRIES};
 use super::{volume_error, Controller, ModifyVolume};
 use crate::cloud::{
     CloudError, MigrationPolicy, Resource, Volume, VolumeStatus, VolumeType, VolumeWait,
@@ -35,6 +35,7 @@ impl Controller {
             return Ok(());
         }
         let t = self.resolve_type(cloud, want).await?;
+        let mut refusals = Refusals::default();
         for _ in 0..MAX_STATE_RETRIES {
             if v.status.is_transitional() {
                 v = storage
@@ -74,11 +75,18 @@ impl Controller {
                         }
                     )));
                 }
-                Err(CloudError::Conflict { .. }) => {
+                Err(CloudError::Conflict { message, .. }) => {
+                    let before = v;
                     v = storage
                         .get_volume(id)
                         .await
                         .map_err(|e| volume_error(id, e))?;
+                    if refusals.permanent(&before, &v) {
+                        return Err(Error::precondition(format!(
+                            "Cinder refused to retype volume {id} (status {}) to {:?}: {message}",
+                            v.status, t.name
+                        )));
+                    }
                 }
                 Err(CloudError::NotFound {
                     resource: Resource::VolumeType,

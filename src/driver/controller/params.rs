@@ -13,6 +13,10 @@ pub const CLUSTER_KEY: &str = "cinder.csi.openstack.org/cluster";
 pub const RESIZE_REQUIRED_KEY: &str = "cinder.csi.openstack.org/resizeRequired";
 /// Metadata key marking the temporary snapshot a backup is taken from.
 pub const BACKUP_SOURCE_KEY: &str = "cinder.csi.openstack.org/backup-source-for";
+/// Volume metadata key recording the content source a volume was created from
+/// (`snapshot/<id>`, `backup/<id>`, `volume/<id>`): Cinder does not always report a backup
+/// source, and a retried CreateVolume must match the source it asked for.
+pub const CONTENT_SOURCE_KEY: &str = "cinder.csi.openstack.org/content-source";
 /// Publish context key (upstream name; the node looks disks up by serial, not by this path).
 pub const DEVICE_PATH_KEY: &str = "DevicePath";
 /// Secrets key selecting a `[Global "name"]` cloud.
@@ -31,6 +35,9 @@ pub const SNAPSHOT_CONTENT_NAME_KEY: &str = "csi.storage.k8s.io/volumesnapshotco
 pub const DEFAULT_BACKUP_SECONDS_PER_GIB: u64 = 20;
 /// Fixed part of the backup duration bound (upstream: 30 s + per-GiB part).
 pub const BACKUP_BASE_SECONDS: u64 = 30;
+/// Larger `backup-max-duration-seconds-per-gb` values are clamped to this (a day per GiB):
+/// the bound only decides when a backup counts as stuck, and larger values would overflow.
+pub const MAX_BACKUP_SECONDS_PER_GIB: u64 = 86_400;
 
 /// Sorted view of a request map, so messages list keys in a stable order.
 fn sorted(map: &HashMap<String, String>) -> BTreeMap<&str, &str> {
@@ -259,11 +266,12 @@ impl SnapshotParams {
                 }
                 "force-create" => out.force = parse_bool(key, value)?,
                 "backup-max-duration-seconds-per-gb" => {
-                    out.backup_seconds_per_gib = value.trim().parse().map_err(|_| {
+                    let secs: u64 = value.trim().parse().map_err(|_| {
                         Error::invalid(format!(
                             "parameter {key:?} = {value:?} is not a whole number of seconds"
                         ))
-                    })?
+                    })?;
+                    out.backup_seconds_per_gib = secs.min(MAX_BACKUP_SECONDS_PER_GIB);
                 }
                 "availability" => {
                     let v = value.trim();
@@ -373,6 +381,13 @@ mod tests {
         assert_eq!(p.backup_seconds_per_gib, 5);
         assert_eq!(p.availability.as_deref(), Some("az2"));
         assert_eq!(p.k8s_metadata.len(), 1);
+        // Huge bounds are clamped, so bound × size cannot overflow.
+        let p = SnapshotParams::parse(&map(&[(
+            "backup-max-duration-seconds-per-gb",
+            "18446744073709551615",
+        )]))
+        .unwrap();
+        assert_eq!(p.backup_seconds_per_gib, MAX_BACKUP_SECONDS_PER_GIB);
         for bad in [
             ("type", "clone"),
             ("force-create", "yes"),

@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use super::capabilities::unsupported_capability;
 use super::params::DEVICE_PATH_KEY;
-use super::waits::{wait_deadline, MAX_STATE_RETRIES};
+use super::waits::{wait_deadline, Refusals, MAX_STATE_RETRIES};
 use super::{volume_error, Controller, Publish, Unpublish};
 use crate::cloud::{Cloud, CloudError, Resource, Volume, VolumeStatus, VolumeWait};
 use crate::driver::{Error, Result};
@@ -54,6 +54,7 @@ impl Controller {
         if let Some(why) = unsupported_capability(&req.capability, v.multiattach) {
             return Err(Error::invalid(format!("volume {id}: {why}")));
         }
+        let mut refusals = Refusals::default();
         for _ in 0..MAX_STATE_RETRIES {
             if v.attached_to(node).is_some() && v.status != VolumeStatus::Detaching {
                 // Already published here (CSI: "MUST reply 0 OK"), or on its way.
@@ -84,12 +85,25 @@ impl Controller {
                 continue;
             }
             let elsewhere: Vec<&str> = v.attachments.iter().map(|a| a.server_id.as_str()).collect();
-            if !elsewhere.is_empty() && !v.multiattach {
-                return Err(Error::precondition(format!(
-                    "volume {id} is published to node(s) {} and its volume type has no \
-                     multiattach; unpublish it there first",
-                    elsewhere.join(", ")
-                )));
+            if !elsewhere.is_empty() {
+                // CSI: "already been published at another node and does not have MULTI_NODE
+                // volume capability" → FAILED_PRECONDITION. Both must allow sharing: the
+                // volume type and the access mode asked for.
+                if !v.multiattach {
+                    return Err(Error::precondition(format!(
+                        "volume {id} is published to node(s) {} and its volume type has no \
+                         multiattach; unpublish it there first",
+                        elsewhere.join(", ")
+                    )));
+                }
+                if !req.capability.access_mode.is_multi_node() {
+                    return Err(Error::precondition(format!(
+                        "volume {id} is published to node(s) {} and access mode {} is \
+                         single-node; unpublish it there first, or use a MULTI_NODE access mode",
+                        elsewhere.join(", "),
+                        req.capability.access_mode.as_str()
+                    )));
+                }
             }
             match cloud.compute.attach_volume(node, id, v.multiattach).await {
                 Ok(att) => {
@@ -107,12 +121,20 @@ impl Controller {
                         id: node.to_string(),
                     })
                 }
-                Err(CloudError::Conflict { .. }) => {
+                Err(CloudError::Conflict { message, .. }) => {
                     // Someone moved the volume meanwhile; look again.
+                    let before = v;
                     v = storage
                         .get_volume(id)
                         .await
                         .map_err(|e| volume_error(id, e))?;
+                    if refusals.permanent(&before, &v) {
+                        return Err(Error::precondition(format!(
+                            "Nova refused to attach volume {id} (status {}) to node {node}: \
+                             {message}",
+                            v.status
+                        )));
+                    }
                 }
                 Err(e) => return Err(volume_error(id, e)),
             }
@@ -127,12 +149,19 @@ impl Controller {
         let cloud = self.cloud(&req.cloud)?;
         let deadline = wait_deadline(req.deadline);
         let id = req.volume_id.as_str();
-        let v = match cloud.storage.get_volume(id).await {
+        let mut v = match cloud.storage.get_volume(id).await {
             Ok(v) => v,
             // CSI: a volume that cannot be found is regarded as unpublished.
             Err(CloudError::NotFound { .. }) => return Ok(()),
             Err(e) => return Err(e.into()),
         };
+        if req.node_id.is_none() && attach_pending(&v) {
+            // Every node is asked for: include the one an attach in flight is reaching.
+            v = match settle(cloud, id, deadline).await? {
+                Some(v) => v,
+                None => return Ok(()),
+            };
+        }
         let servers: Vec<String> = match req.node_id {
             Some(n) => vec![n],
             None => v.attachments.iter().map(|a| a.server_id.clone()).collect(),
@@ -144,8 +173,33 @@ impl Controller {
     }
 }
 
+/// Cinder lists only completed attachments: while a volume is `reserved` or `attaching`
+/// (an attach Nova is still carrying out, e.g. of a publish that ran out of time) or
+/// `detaching`, "no attachment to this server" is not yet an answer.
+fn attach_pending(v: &Volume) -> bool {
+    matches!(
+        v.status,
+        VolumeStatus::Reserved | VolumeStatus::Attaching | VolumeStatus::Detaching
+    )
+}
+
+/// Wait (within the deadline) until the volume leaves its transitional state; `None` when it
+/// is gone. A deadline is WaitTimeout (Aborted): the sidecar retries.
+async fn settle(cloud: &Cloud, id: &str, deadline: Instant) -> Result<Option<Volume>> {
+    match cloud
+        .storage
+        .wait_volume(id, &VolumeWait::Stable, deadline)
+        .await
+    {
+        Ok(v) => Ok(Some(v)),
+        Err(CloudError::NotFound { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Detach `v` from `server` and wait until Cinder shows no attachment to it and the volume is
 /// out of `detaching` (upstream returned earlier, and the DeleteVolume that followed got a 400).
+/// An attach still in flight is waited out first and then undone if it reached `server`.
 async fn detach(cloud: &Cloud, mut v: Volume, server: &str, deadline: Instant) -> Result<()> {
     let id = v.id.clone();
     let storage = &cloud.storage;
@@ -153,22 +207,15 @@ async fn detach(cloud: &Cloud, mut v: Volume, server: &str, deadline: Instant) -
         Ok(_) | Err(CloudError::NotFound { .. }) => Ok(()),
         Err(e) => Err(Error::from(e)),
     };
+    let mut refusals = Refusals::default();
     for _ in 0..MAX_STATE_RETRIES {
-        if v.attached_to(server).is_none() {
-            if v.status != VolumeStatus::Detaching {
-                return Ok(());
-            }
-            let until = VolumeWait::DetachedFrom(server.to_string());
-            return detached(storage.wait_volume(&id, &until, deadline).await);
+        if v.attached_to(server).is_none() && !attach_pending(&v) {
+            return Ok(());
         }
         if v.status.is_transitional() {
-            v = match storage
-                .wait_volume(&id, &VolumeWait::Stable, deadline)
-                .await
-            {
-                Ok(v) => v,
-                Err(CloudError::NotFound { .. }) => return Ok(()),
-                Err(e) => return Err(e.into()),
+            v = match settle(cloud, &id, deadline).await? {
+                Some(v) => v,
+                None => return Ok(()),
             };
             continue;
         }
@@ -179,14 +226,24 @@ async fn detach(cloud: &Cloud, mut v: Volume, server: &str, deadline: Instant) -
                 resource: Resource::Server | Resource::Volume,
                 ..
             }) => return Ok(()),
-            // Nova has no such attachment; Cinder may still be catching up.
-            Err(CloudError::NotFound { .. }) => {}
-            Err(CloudError::Conflict { .. }) => {
+            // Nova has no such attachment: Cinder's record is stale or catching up.
+            Err(CloudError::NotFound { .. }) => {
+                return ghost_detached(cloud, &id, server, deadline).await
+            }
+            Err(CloudError::Conflict { message, .. }) => {
+                let before = v;
                 v = match storage.get_volume(&id).await {
                     Ok(v) => v,
                     Err(CloudError::NotFound { .. }) => return Ok(()),
                     Err(e) => return Err(e.into()),
                 };
+                if refusals.permanent(&before, &v) {
+                    return Err(Error::precondition(format!(
+                        "Nova refused to detach volume {id} (status {}) from node {server}: \
+                         {message}",
+                        v.status
+                    )));
+                }
                 continue;
             }
             Err(e) => return Err(e.into()),
@@ -198,4 +255,30 @@ async fn detach(cloud: &Cloud, mut v: Volume, server: &str, deadline: Instant) -
         "volume {id} kept changing state (now {}); retry later",
         v.status
     )))
+}
+
+/// How long Cinder gets to drop an attachment Nova says does not exist.
+const GHOST_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Nova answered 404 for the attachment while Cinder still lists it. Nova owns the server's
+/// disks, so the volume is not attached to that node: give Cinder a short, bounded time to
+/// agree, then answer detached either way (waiting for a record Nova will never clear would
+/// fail every retry), and say which Cinder record an operator should clean up.
+async fn ghost_detached(cloud: &Cloud, id: &str, server: &str, deadline: Instant) -> Result<()> {
+    let until = VolumeWait::DetachedFrom(server.to_string());
+    let grace = deadline.min(Instant::now() + GHOST_GRACE);
+    match cloud.storage.wait_volume(id, &until, grace).await {
+        Ok(_) | Err(CloudError::NotFound { .. }) => Ok(()),
+        Err(CloudError::WaitTimeout { last_status, .. }) => {
+            tracing::warn!(
+                volume = id,
+                node = server,
+                status = %last_status,
+                "Nova has no attachment of this volume to the node but Cinder still lists one; \
+                 treating it as detached (an operator should delete the stale Cinder attachment)"
+            );
+            Ok(())
+        }
+        Err(e) => Err(e.into()),
+    }
 }

@@ -53,13 +53,18 @@ impl Controller {
             }
         }
         self.drop_temporary(cloud, &b).await;
-        match storage
+        let gone = match storage
             .wait_backup(id, &BackupWait::Deleted, deadline)
             .await
         {
             Ok(_) | Err(CloudError::NotFound { .. }) => Ok(()),
             Err(e) => Err(e.into()),
+        };
+        if gone.is_ok() {
+            // Nothing will list this backup again.
+            self.forget_cleaned(id);
         }
+        gone
     }
 }
 

@@ -19,6 +19,9 @@ use crate::cloud::{
 };
 use crate::driver::{Error, Result};
 
+/// Bound of the set of backups whose temporary snapshot is known to be gone.
+pub(super) const MAX_CLEANED_BACKUPS: usize = 4096;
+
 /// Description Cinder shows for snapshots and backups we create.
 pub const SNAPSHOT_DESCRIPTION: &str = "Created by OpenStack Cinder CSI driver";
 
@@ -304,7 +307,10 @@ impl Controller {
             self.drop_temporary(cloud, &b).await;
         } else if let Some(created) = b.created_at {
             let bound = Duration::from_secs(
-                BACKUP_BASE_SECONDS + req.params.backup_seconds_per_gib * b.size_gib,
+                req.params
+                    .backup_seconds_per_gib
+                    .saturating_mul(b.size_gib)
+                    .saturating_add(BACKUP_BASE_SECONDS),
             );
             let age = SystemTime::now()
                 .duration_since(created)
@@ -354,8 +360,23 @@ impl Controller {
             }
         };
         if gone {
-            self.cleaned().insert(b.id.clone());
+            let mut cleaned = self.cleaned();
+            if cleaned.len() >= MAX_CLEANED_BACKUPS {
+                // Only a cache of lookups saved: forgetting costs one GET per backup listed.
+                cleaned.clear();
+            }
+            cleaned.insert(b.id.clone());
         }
+    }
+
+    /// A deleted backup leaves the cache (which stays bounded either way).
+    pub(super) fn forget_cleaned(&self, backup_id: &str) {
+        self.cleaned().remove(backup_id);
+    }
+
+    #[cfg(test)]
+    pub(super) fn cleaned_len(&self) -> usize {
+        self.cleaned().len()
     }
 
     fn cleaned(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {

@@ -122,6 +122,45 @@ fn volumes_from_the_reference_list() {
     );
 }
 
+/// A volume attached both to a Nova server and to a host (`server_id: null`, as Cinder
+/// reports attachments made outside Nova), in a list with a plain volume.
+const HOST_ATTACHED: &str = r#"{
+    "volumes": [
+        {
+            "id": "0b1f2c9e-6a7d-4f3e-9c1b-2d3e4f5a6b7c", "name": "shared", "size": 1,
+            "status": "in-use", "multiattach": true,
+            "attachments": [
+                {"server_id": null, "attachment_id": "8d0e5f64-1111-4c3b-9a2e-0c1d2e3f4a5b",
+                 "host_name": "backup-host", "volume_id": "0b1f2c9e-6a7d-4f3e-9c1b-2d3e4f5a6b7c",
+                 "device": "/dev/sdb", "id": "0b1f2c9e-6a7d-4f3e-9c1b-2d3e4f5a6b7c"},
+                {"server_id": "f4fda93b-06e0-4743-8117-bc8bcecd651b",
+                 "attachment_id": "3b8b6631-1cf7-4fd7-9afb-c01e541a073c",
+                 "volume_id": "0b1f2c9e-6a7d-4f3e-9c1b-2d3e4f5a6b7c", "device": "/dev/vdb",
+                 "id": "0b1f2c9e-6a7d-4f3e-9c1b-2d3e4f5a6b7c"}
+            ]
+        },
+        {"id": "cb49b381-9012-40cb-b8ee-80c19a4801b5", "name": "plain", "size": 1,
+         "status": "available", "attachments": []}
+    ]
+}"#;
+
+#[test]
+fn host_attachments_are_skipped_not_fatal() {
+    let list: VolumeList = serde_json::from_str(HOST_ATTACHED).unwrap();
+    let vols: Vec<Volume> = list.volumes.into_iter().map(Volume::from).collect();
+    assert_eq!(
+        vols.len(),
+        2,
+        "one host attachment must not fail the whole list"
+    );
+    let servers: Vec<&str> = vols[0]
+        .attachments
+        .iter()
+        .map(|a| a.server_id.as_str())
+        .collect();
+    assert_eq!(servers, ["f4fda93b-06e0-4743-8117-bc8bcecd651b"]);
+}
+
 #[test]
 fn change_marks() {
     let list: VolumeList = serde_json::from_str(VOLUMES_DETAIL).unwrap();

@@ -338,33 +338,51 @@ async fn deletion_and_missing_volumes() {
 async fn deletions_are_seen_in_the_list() {
     let fake = Fake::start().await;
     let os = cloud(&fake).await;
-    for id in ["d1", "d2", "d3"] {
+    for id in [
+        "00000000-0000-4000-8000-0000000000d1",
+        "00000000-0000-4000-8000-0000000000d2",
+        "00000000-0000-4000-8000-0000000000d3",
+    ] {
         fake.add_volume(id, "deleting", vec![step("deleting")]);
         fake.vanish_after_script(id);
     }
     fake.with(|s| {
-        s.volumes.get_mut("d3").unwrap()["os-vol-tenant-attr:tenant_id"] =
-            serde_json::json!("other")
+        s.volumes
+            .get_mut("00000000-0000-4000-8000-0000000000d3")
+            .unwrap()["os-vol-tenant-attr:tenant_id"] = serde_json::json!("other")
     });
-    for id in ["d1", "d2", "d3"] {
+    for id in [
+        "00000000-0000-4000-8000-0000000000d1",
+        "00000000-0000-4000-8000-0000000000d2",
+        "00000000-0000-4000-8000-0000000000d3",
+    ] {
         os.get_volume(id).await.unwrap();
     }
     let gets = || {
-        ["d1", "d2", "d3"]
-            .iter()
-            .map(|id| fake.count(&format!("GET /cinder/v3/volumes/{id}")))
-            .sum::<usize>()
+        [
+            "00000000-0000-4000-8000-0000000000d1",
+            "00000000-0000-4000-8000-0000000000d2",
+            "00000000-0000-4000-8000-0000000000d3",
+        ]
+        .iter()
+        .map(|id| fake.count(&format!("GET /cinder/v3/volumes/{id}")))
+        .sum::<usize>()
     };
     let before = gets();
-    let waits = ["d1", "d2", "d3"].map(|id| {
+    let waits = [
+        "00000000-0000-4000-8000-0000000000d1",
+        "00000000-0000-4000-8000-0000000000d2",
+        "00000000-0000-4000-8000-0000000000d3",
+    ]
+    .map(|id| {
         let os = os.clone();
         tokio::spawn(async move { os.wait_volume(id, &VolumeWait::Deleted, soon()).await })
     });
-    for (r, id) in futures::future::join_all(waits)
-        .await
-        .into_iter()
-        .zip(["d1", "d2", "d3"])
-    {
+    for (r, id) in futures::future::join_all(waits).await.into_iter().zip([
+        "00000000-0000-4000-8000-0000000000d1",
+        "00000000-0000-4000-8000-0000000000d2",
+        "00000000-0000-4000-8000-0000000000d3",
+    ]) {
         assert_eq!(
             r.unwrap().unwrap_err(),
             CloudError::not_found(Resource::Volume, id)
@@ -386,7 +404,7 @@ async fn a_refused_time_filter_falls_back_to_gets_for_good() {
     for i in 0..3 {
         os.get_volume(&{
             fake.add_volume(
-                &format!("f{i}"),
+                &format!("00000000-0000-4000-8000-0000000000f{i}"),
                 "creating",
                 vec![
                     step("creating"),
@@ -395,7 +413,7 @@ async fn a_refused_time_filter_falls_back_to_gets_for_good() {
                     step("available"),
                 ],
             );
-            format!("f{i}")
+            format!("00000000-0000-4000-8000-0000000000f{i}")
         })
         .await
         .unwrap();
@@ -403,8 +421,12 @@ async fn a_refused_time_filter_falls_back_to_gets_for_good() {
     let waits = (0..3).map(|i| {
         let os = os.clone();
         tokio::spawn(async move {
-            os.wait_volume(&format!("f{i}"), &VolumeWait::Available, soon())
-                .await
+            os.wait_volume(
+                &format!("00000000-0000-4000-8000-0000000000f{i}"),
+                &VolumeWait::Available,
+                soon(),
+            )
+            .await
         })
     });
     for r in futures::future::join_all(waits).await {
@@ -420,17 +442,23 @@ async fn below_3_60_the_watcher_uses_gets() {
     let os = cloud(&fake).await;
     for i in 0..3 {
         fake.add_volume(
-            &format!("g{i}"),
+            &format!("00000000-0000-4000-8000-0000000000a{i}"),
             "creating",
             vec![step("creating"), step("available")],
         );
-        os.get_volume(&format!("g{i}")).await.unwrap();
+        os.get_volume(&format!("00000000-0000-4000-8000-0000000000a{i}"))
+            .await
+            .unwrap();
     }
     let waits = (0..3).map(|i| {
         let os = os.clone();
         tokio::spawn(async move {
-            os.wait_volume(&format!("g{i}"), &VolumeWait::Available, soon())
-                .await
+            os.wait_volume(
+                &format!("00000000-0000-4000-8000-0000000000a{i}"),
+                &VolumeWait::Available,
+                soon(),
+            )
+            .await
         })
     });
     for r in futures::future::join_all(waits).await {

@@ -123,26 +123,106 @@ async fn existing_volume_matches_a_type_given_by_id() {
     assert_eq!(e.ctl.create_volume(by_id).await.unwrap(), v);
 }
 
-#[tokio::test(start_paused = true)]
-async fn two_volumes_with_one_name_is_failed_precondition() {
-    let e = env();
-    e.create("pvc-1", 1).await;
-    // Someone else created a duplicate behind our back (Cinder allows it).
-    e.fake.set_settle_after(0);
-    let cloud = e.fake.cloud("");
-    cloud
+/// A volume named like the request, created outside this driver (no cluster tag) or for
+/// another cluster; `None` = untagged.
+async fn foreign(e: &Env, name: &str, cluster: Option<&str>) -> crate::cloud::Volume {
+    let mut metadata = BTreeMap::new();
+    if let Some(c) = cluster {
+        metadata.insert(params::CLUSTER_KEY.to_string(), c.to_string());
+    }
+    let v = e
+        .fake
+        .cloud("")
         .storage
         .create_volume(&crate::cloud::NewVolume {
-            name: "pvc-1".into(),
+            name: name.into(),
             size_gib: 1,
+            metadata,
             ..Default::default()
         })
         .await
         .unwrap();
+    e.fake.settle_all();
+    v
+}
+
+#[tokio::test(start_paused = true)]
+async fn two_volumes_with_one_name_is_failed_precondition() {
+    let e = env();
+    let ours = e.create("pvc-1", 1).await;
+    // A same-named volume of someone else's (Cinder allows duplicates) is not ours to use
+    // or to worry about: ours is still the answer.
+    foreign(&e, "pvc-1", None).await;
+    assert_eq!(e.create("pvc-1", 1).await, ours);
+    // Two of ours: the name no longer identifies one volume.
+    foreign(&e, "pvc-1", Some("k8s-1")).await;
     assert_matches!(
         e.ctl.create_volume(create_req("pvc-1", GIB)).await,
         Err(Error::FailedPrecondition(m)) if m.contains("2 volumes")
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_same_named_volume_not_ours_is_already_exists_and_untouched() {
+    for (cluster, says) in [(None, "missing"), (Some("other"), "\"other\"")] {
+        let e = env();
+        let v = foreign(&e, "pvc-1", cluster).await;
+        e.fake.reset_calls();
+        assert_matches!(
+            e.ctl.create_volume(create_req("pvc-1", GIB)).await,
+            Err(Error::AlreadyExists(m)) if m.contains(&v.id) && m.contains(says)
+        );
+        // Even in `error`, it is not deleted.
+        e.fake.set_volume_status(&v.id, VolumeStatus::Error);
+        assert_matches!(
+            e.ctl.create_volume(create_req("pvc-1", GIB)).await,
+            Err(Error::AlreadyExists(_))
+        );
+        assert_eq!(e.fake.calls(Op::CreateVolume), 0);
+        assert_eq!(e.fake.calls(Op::DeleteVolume), 0);
+        assert!(e.fake.volume(&v.id).is_some());
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn idempotent_across_restarts_with_or_without_a_cluster() {
+    for cluster in ["k8s-1", ""] {
+        let o = ControllerOptions {
+            cluster: cluster.into(),
+            ..Default::default()
+        };
+        let e = env_with(o.clone());
+        let v = e.create("pvc-1", 1).await;
+        // A new controller process: only the cloud remembers.
+        let restarted = Controller::new(Clouds::new([e.fake.cloud("")]), o);
+        assert_eq!(
+            restarted
+                .create_volume(create_req("pvc-1", GIB))
+                .await
+                .unwrap(),
+            v
+        );
+        assert_eq!(e.fake.calls(Op::CreateVolume), 1);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_volume_in_another_error_state_is_kept_and_failed_precondition() {
+    for status in [
+        VolumeStatus::ErrorExtending,
+        VolumeStatus::ErrorRestoring,
+        VolumeStatus::ErrorBackingUp,
+    ] {
+        let e = env();
+        let v = e.create("pvc-1", 1).await;
+        e.fake.set_volume_status(&v.id, status.clone());
+        assert_matches!(
+            e.ctl.create_volume(create_req("pvc-1", GIB)).await,
+            Err(Error::FailedPrecondition(m)) if m.contains(status.as_str()) && m.contains("not deleted")
+        );
+        assert_eq!(e.fake.calls(Op::DeleteVolume), 0);
+        assert!(e.fake.volume(&v.id).is_some());
+    }
 }
 
 #[tokio::test(start_paused = true)]
@@ -168,6 +248,11 @@ async fn access_modes_are_validated() {
         (
             Some("shared"),
             cap(AccessMode::MultiNodeSingleWriter, false),
+            false,
+        ),
+        (
+            Some("shared"),
+            cap(AccessMode::MultiNodeSingleWriter, true),
             true,
         ),
         (
@@ -331,6 +416,15 @@ async fn content_sources() {
         Some(snap.id.as_str())
     );
 
+    // A same-named volume created empty is not "restored from the snapshot".
+    e.create("empty", 2).await;
+    let mut req = create_req("empty", GIB);
+    req.source = Some(ContentSource::Snapshot(snap.id.clone()));
+    assert_matches!(
+        e.ctl.create_volume(req).await,
+        Err(Error::AlreadyExists(m)) if m.contains("content source")
+    );
+
     // A limit below the source's size cannot be honoured.
     let mut req = create_req("too-small", GIB);
     req.capacity.limit_bytes = GIB;
@@ -370,10 +464,20 @@ async fn restores_from_a_backup_addressed_as_a_snapshot() {
     assert!(e.fake.backup(&b.id).is_some());
     let mut req = create_req("restored", GIB);
     req.source = Some(ContentSource::Snapshot(b.id.clone()));
-    let v = e.ctl.create_volume(req).await.unwrap();
+    let v = e.ctl.create_volume(req.clone()).await.unwrap();
     assert_eq!(
         e.fake.volume(&v.id).unwrap().backup_id.as_deref(),
         Some(b.id.as_str())
+    );
+    // Clouds that do not report backup_id: the source recorded in metadata still matches
+    // a retry, and another source does not.
+    e.fake.clear_backup_id(&v.id);
+    assert_eq!(e.ctl.create_volume(req.clone()).await.unwrap(), v);
+    let mut other = req;
+    other.source = Some(ContentSource::Snapshot("another-backup".into()));
+    assert_matches!(
+        e.ctl.create_volume(other).await,
+        Err(Error::AlreadyExists(_))
     );
     assert_eq!(
         v.context

@@ -130,3 +130,38 @@ async fn an_extend_in_progress_is_joined() {
     assert_eq!(r.capacity_bytes, 2 * GIB);
     assert_eq!(e.fake.calls(Op::ExtendVolume), 1, "no second extend");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_permanent_refusal_is_failed_precondition_with_cinders_message() {
+    let e = env();
+    let v = e.create("a", 1).await;
+    for _ in 0..2 {
+        e.fake.fail_next(
+            Op::ExtendVolume,
+            CloudError::Conflict {
+                message: "Invalid volume: Volume cannot be extended while it has snapshots".into(),
+                request_id: Default::default(),
+            },
+        );
+    }
+    assert_matches!(
+        e.ctl.expand_volume(expand_req(&v.id, 2 * GIB, None)).await,
+        Err(Error::FailedPrecondition(m)) if m.contains("while it has snapshots")
+    );
+    assert_eq!(e.fake.calls(Op::ExtendVolume), 2);
+    assert_eq!(e.fake.volume(&v.id).unwrap().size_gib, 1);
+    // One refusal only (a race): the retry extends.
+    e.fake.reset_calls();
+    e.fake.fail_next(
+        Op::ExtendVolume,
+        CloudError::Conflict {
+            message: "Invalid volume: status must be available".into(),
+            request_id: Default::default(),
+        },
+    );
+    e.ctl
+        .expand_volume(expand_req(&v.id, 2 * GIB, None))
+        .await
+        .unwrap();
+    assert_eq!(e.fake.volume(&v.id).unwrap().size_gib, 2);
+}

@@ -91,3 +91,26 @@ async fn migration_policy_is_honoured() {
         Some("gold")
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_permanent_refusal_is_failed_precondition_with_cinders_message() {
+    let e = env();
+    e.fake.add_volume_type("gold", false);
+    let v = e.create("a", 1).await;
+    for _ in 0..2 {
+        e.fake.fail_next(
+            Op::RetypeVolume,
+            crate::cloud::CloudError::Conflict {
+                message: "Invalid volume: Retype needs volume to be in available or in-use \
+                          state, not be part of an active migration"
+                    .into(),
+                request_id: Default::default(),
+            },
+        );
+    }
+    assert_matches!(
+        e.ctl.modify_volume(modify_req(&v.id, &[("type", "gold")])).await,
+        Err(Error::FailedPrecondition(m)) if m.contains("active migration")
+    );
+    assert_eq!(e.fake.calls(Op::RetypeVolume), 2);
+}

@@ -263,3 +263,135 @@ async fn published_volume_being_extended_online_is_still_published() {
     );
     assert_eq!(e.fake.calls(Op::AttachVolume), 0);
 }
+
+fn conflict(message: &str) -> CloudError {
+    CloudError::Conflict {
+        message: message.into(),
+        request_id: RequestId::default(),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn multiattach_volume_elsewhere_with_a_single_node_mode_is_failed_precondition() {
+    let e = env();
+    e.fake.add_volume_type("shared", true);
+    let mut req = create_req("a", GIB);
+    req.params.volume_type = Some("shared".into());
+    req.capabilities = vec![cap(AccessMode::MultiNodeMultiWriter, true)];
+    let v = e.ctl.create_volume(req).await.unwrap();
+    e.ctl
+        .publish_volume(publish_req(
+            &v.id,
+            "node-1",
+            cap(AccessMode::MultiNodeMultiWriter, true),
+        ))
+        .await
+        .unwrap();
+    for mode in [
+        AccessMode::SingleNodeWriter,
+        AccessMode::SingleNodeMultiWriter,
+    ] {
+        assert_matches!(
+            e.ctl.publish_volume(publish_req(&v.id, "node-2", cap(mode, true))).await,
+            Err(Error::FailedPrecondition(m)) if m.contains("node-1") && m.contains("MULTI_NODE")
+        );
+    }
+    assert_eq!(e.fake.calls(Op::AttachVolume), 1);
+    assert!(e
+        .fake
+        .volume(&v.id)
+        .unwrap()
+        .attached_to("node-2")
+        .is_none());
+}
+
+/// A publish ran out of time while Nova was still attaching; the attacher gives up and
+/// unpublishes. Cinder shows no attachment yet (only `attaching`): unpublish must wait for
+/// the attach to land and undo it, not answer OK and leave the disk on the node.
+#[tokio::test(start_paused = true)]
+async fn unpublish_during_an_attach_in_flight_waits_and_detaches() {
+    for node in [Some("node-1"), None] {
+        let e = env();
+        e.fake.set_settle_after(5);
+        let v = e.create("a", 1).await;
+        let cloud = e.fake.cloud("");
+        cloud
+            .compute
+            .attach_volume("node-1", &v.id, false)
+            .await
+            .unwrap();
+        let vol = e.fake.volume(&v.id).unwrap();
+        assert_eq!(vol.status, VolumeStatus::Attaching);
+        assert!(vol.attachments.is_empty(), "Cinder lists only attached");
+        e.unpublish(&v.id, node).await.unwrap();
+        e.fake.settle_all();
+        let vol = e.fake.volume(&v.id).unwrap();
+        assert!(vol.attachments.is_empty(), "{node:?}: {vol:?}");
+        assert_eq!(vol.status, VolumeStatus::Available);
+        assert_eq!(e.fake.calls(Op::DetachVolume), 1);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn unpublish_while_reserved_for_too_long_is_aborted() {
+    let e = env();
+    let v = e.create("a", 1).await;
+    e.fake.set_volume_status(&v.id, VolumeStatus::Reserved);
+    let req = Unpublish {
+        volume_id: v.id.clone(),
+        node_id: Some("node-1".into()),
+        cloud: String::new(),
+        deadline: Instant::now() + Duration::from_secs(5),
+    };
+    assert_matches!(
+        e.ctl.unpublish_volume(req).await,
+        Err(Error::Cloud(CloudError::WaitTimeout { ref last_status, .. })) if last_status == "reserved"
+    );
+    assert_eq!(e.fake.calls(Op::DetachVolume), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn unpublish_of_a_ghost_attachment_ends_within_a_bound() {
+    let e = env();
+    let v = e.create("a", 1).await;
+    e.publish(&v.id, "node-1").await.unwrap();
+    // Nova has no such attachment; Cinder still lists it (a stale record).
+    e.fake.fail_next(
+        Op::DetachVolume,
+        CloudError::not_found(crate::cloud::Resource::Attachment, "att"),
+    );
+    let start = Instant::now();
+    e.unpublish(&v.id, Some("node-1")).await.unwrap();
+    assert!(Instant::now() - start <= Duration::from_secs(11));
+    assert_eq!(e.fake.calls(Op::DetachVolume), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refusal_that_changes_nothing_is_failed_precondition_with_novas_message() {
+    let e = env();
+    let v = e.create("a", 1).await;
+    for _ in 0..2 {
+        e.fake.fail_next(
+            Op::AttachVolume,
+            conflict("Invalid volume: encrypted volume"),
+        );
+    }
+    assert_matches!(
+        e.publish(&v.id, "node-1").await,
+        Err(Error::FailedPrecondition(m)) if m.contains("encrypted volume")
+    );
+    assert_eq!(e.fake.calls(Op::AttachVolume), 2);
+
+    let e = env();
+    let v = e.create("a", 1).await;
+    e.publish(&v.id, "node-1").await.unwrap();
+    for _ in 0..2 {
+        e.fake
+            .fail_next(Op::DetachVolume, conflict("Invalid volume: cannot detach"));
+    }
+    assert_matches!(
+        e.unpublish(&v.id, Some("node-1")).await,
+        Err(Error::FailedPrecondition(m)) if m.contains("cannot detach")
+    );
+    assert_eq!(e.fake.calls(Op::DetachVolume), 2);
+}

@@ -263,6 +263,7 @@ async fn delete_snapshot_and_backup_idempotently() {
     let v = e.create("a", 1).await;
     let s = e.snapshot_ready("s", &v.id, &[]).await;
     let b = e.snapshot_ready("bk", &v.id, &[("type", "backup")]).await;
+    assert_eq!(e.ctl.cleaned_len(), 1);
     for _ in 0..3 {
         e.ctl.delete_snapshot(delete_req(&s.id)).await.unwrap();
         e.ctl.delete_snapshot(delete_req(&b.id)).await.unwrap();
@@ -272,6 +273,7 @@ async fn delete_snapshot_and_backup_idempotently() {
     assert!(e.fake.snapshots().is_empty());
     assert!(e.fake.backups().is_empty());
     assert_eq!(e.fake.calls(Op::DeleteBackup), 1);
+    assert_eq!(e.ctl.cleaned_len(), 0, "a deleted backup leaves the cache");
 }
 
 #[tokio::test(start_paused = true)]
@@ -422,4 +424,22 @@ async fn a_deleted_marker_snapshot_restarts_the_listing() {
         .unwrap();
     assert_eq!(rest.entries.len(), 2);
     assert!(rest.entries.iter().all(|s| s.id != gone));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_huge_backup_duration_bound_does_not_overflow() {
+    let e = env();
+    let v = e.create("a", 1).await;
+    let b = e
+        .snapshot("bk", &v.id, &[("type", "backup")])
+        .await
+        .unwrap();
+    e.fake.set_backup_status(&b.id, BackupStatus::Creating);
+    e.fake.backdate_backup(&b.id, Duration::from_secs(3600));
+    let huge = [
+        ("type", "backup"),
+        ("backup-max-duration-seconds-per-gb", "18446744073709551615"),
+    ];
+    let s = e.snapshot("bk", &v.id, &huge).await.unwrap();
+    assert!(!s.ready_to_use);
 }

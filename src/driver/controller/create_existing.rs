@@ -1,0 +1,229 @@
+//! CreateVolume's idempotency: the volume already created under the request's name (CSI: the
+//! name is the idempotency key), whether it is ours, and whether it matches the request.
+//!
+//! "Ours" means created by this driver (or upstream's) for this `--cluster`: both always write
+//! `cinder.csi.openstack.org/cluster` (empty without `--cluster`). A same-named volume without
+//! that tag, or with another cluster's, is not adopted: AlreadyExists. Migrated in-tree volumes
+//! are never created by name, so they are not affected.
+
+use super::capabilities::unsupported_capability;
+use super::params::{CLUSTER_KEY, CONTENT_SOURCE_KEY};
+use super::{ContentSource, Controller, CreateVolume};
+use crate::cloud::{Cloud, PageRequest, Volume, VolumeFilter, VolumeSource, VolumeStatus};
+use crate::driver::types::{Topology, ZONE_TOPOLOGY_KEY};
+use crate::driver::{Error, Result};
+
+/// The metadata value recording a volume's source (see [`CONTENT_SOURCE_KEY`]).
+pub(super) fn source_tag(src: &VolumeSource) -> String {
+    match src {
+        VolumeSource::Snapshot(id) => format!("snapshot/{id}"),
+        VolumeSource::Backup(id) => format!("backup/{id}"),
+        VolumeSource::Volume(id) => format!("volume/{id}"),
+    }
+}
+
+/// The source recorded in a volume's metadata, as a CSI content source.
+pub(super) fn recorded_source(v: &Volume) -> Option<ContentSource> {
+    let tag = v.metadata.get(CONTENT_SOURCE_KEY)?;
+    let (kind, id) = tag.split_once('/')?;
+    match kind {
+        "snapshot" | "backup" => Some(ContentSource::Snapshot(id.to_string())),
+        "volume" => Some(ContentSource::Volume(id.to_string())),
+        _ => None,
+    }
+}
+
+/// Whether `v` has exactly the content source `want` (`None`: created empty). Cinder keeps
+/// `snapshot_id` and `source_volid`; a backup source only our metadata records reliably.
+fn same_source(v: &Volume, want: Option<&ContentSource>) -> bool {
+    let recorded = recorded_source(v);
+    match want {
+        None => {
+            v.snapshot_id.is_none()
+                && v.source_volume_id.is_none()
+                && v.backup_id.is_none()
+                && recorded.is_none()
+        }
+        Some(ContentSource::Volume(id)) => {
+            v.source_volume_id.as_deref() == Some(id)
+                && recorded.as_ref().is_none_or(|r| r == want.unwrap())
+        }
+        Some(ContentSource::Snapshot(id)) => {
+            let known = [v.snapshot_id.as_deref(), v.backup_id.as_deref()]
+                .into_iter()
+                .flatten()
+                .chain(match &recorded {
+                    Some(ContentSource::Snapshot(r)) => Some(r.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>();
+            // At least one record of the source, and none of another one.
+            v.source_volume_id.is_none()
+                && !matches!(recorded, Some(ContentSource::Volume(_)))
+                && !known.is_empty()
+                && known.iter().all(|k| k == id)
+        }
+    }
+}
+
+fn zone_of(t: &Topology) -> Option<&str> {
+    t.get(ZONE_TOPOLOGY_KEY).map(String::as_str)
+}
+
+impl Controller {
+    /// Whether this driver created `v` for this cluster.
+    pub(super) fn is_ours(&self, v: &Volume) -> bool {
+        v.metadata.get(CLUSTER_KEY) == Some(&self.opts.cluster)
+    }
+
+    /// The volume already created under `name` by this driver for this cluster.
+    pub(super) async fn find_by_name(&self, cloud: &Cloud, name: &str) -> Result<Option<Volume>> {
+        let filter = VolumeFilter {
+            name: Some(name.to_string()),
+            ..Default::default()
+        };
+        let page = cloud
+            .storage
+            .list_volumes(&filter, &PageRequest::default())
+            .await?;
+        let (mut ours, foreign): (Vec<Volume>, Vec<Volume>) = page
+            .items
+            .into_iter()
+            .filter(|v| v.name == name && v.status != VolumeStatus::Deleting)
+            .partition(|v| self.is_ours(v));
+        match ours.len() {
+            0 => match foreign.first() {
+                None => Ok(None),
+                Some(v) => Err(Error::AlreadyExists(format!(
+                    "a volume named {name:?} already exists ({}) but was not created by this \
+                     driver for cluster {:?} (its metadata {CLUSTER_KEY} is {}); it is not \
+                     adopted: rename or delete it",
+                    v.id,
+                    self.opts.cluster,
+                    v.metadata
+                        .get(CLUSTER_KEY)
+                        .map(|c| format!("{c:?}"))
+                        .unwrap_or_else(|| "missing".into())
+                ))),
+            },
+            1 => Ok(ours.pop()),
+            _ => {
+                let ids: Vec<&str> = ours.iter().map(|v| v.id.as_str()).collect();
+                Err(Error::precondition(format!(
+                    "{} volumes are named {name:?} ({}); delete the extra ones so the name \
+                     identifies one volume",
+                    ids.len(),
+                    ids.join(", ")
+                )))
+            }
+        }
+    }
+
+    /// CSI: an existing volume with this name must match the request, else AlreadyExists.
+    pub(super) async fn check_compatible(
+        &self,
+        cloud: &Cloud,
+        v: &Volume,
+        req: &CreateVolume,
+        volume_type: Option<&str>,
+    ) -> Result<()> {
+        let exists = |what: String| {
+            Error::AlreadyExists(format!(
+                "volume {:?} already exists as {} but {what}; use another name or delete it",
+                req.name, v.id
+            ))
+        };
+        if !super::create::fits(req.capacity, v) {
+            return Err(exists(format!(
+                "its size {} GiB does not fit capacity_range (required {}, limit {})",
+                v.size_gib, req.capacity.required_bytes, req.capacity.limit_bytes
+            )));
+        }
+        if !same_source(v, req.source.as_ref()) {
+            return Err(exists("its content source differs".into()));
+        }
+        for cap in &req.capabilities {
+            if let Some(why) = unsupported_capability(cap, v.multiattach) {
+                return Err(exists(format!("it cannot serve the capability: {why}")));
+            }
+        }
+        if let Some(want) = volume_type {
+            let have = v.volume_type.as_deref().unwrap_or("");
+            if want != have {
+                // The request may name the type by id; Cinder reports the name.
+                let t = self.resolve_type(cloud, want).await?;
+                if t.name != have && t.id != have {
+                    return Err(exists(format!("its volume type is {have:?}, not {want:?}")));
+                }
+            }
+        }
+        if self.opts.with_topology && req.params.availability.is_none() {
+            let zones: Vec<&str> = req.topology.requisite.iter().filter_map(zone_of).collect();
+            if !zones.is_empty() && !zones.contains(&v.availability_zone.as_str()) {
+                return Err(exists(format!(
+                    "its availability zone {:?} is not among the requisite zones {zones:?}",
+                    v.availability_zone
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vol() -> Volume {
+        Volume {
+            id: "v".into(),
+            name: "n".into(),
+            size_gib: 1,
+            status: VolumeStatus::Available,
+            availability_zone: "nova".into(),
+            volume_type: None,
+            multiattach: false,
+            bootable: false,
+            metadata: Default::default(),
+            attachments: vec![],
+            snapshot_id: None,
+            source_volume_id: None,
+            backup_id: None,
+            created_at: None,
+        }
+    }
+
+    #[test]
+    fn sources_must_be_recorded_and_equal() {
+        let snap = |id: &str| ContentSource::Snapshot(id.into());
+        let plain = vol();
+        assert!(same_source(&plain, None));
+        assert!(
+            !same_source(&plain, Some(&snap("s1"))),
+            "no record of any source"
+        );
+
+        let mut from_snap = vol();
+        from_snap.snapshot_id = Some("s1".into());
+        assert!(same_source(&from_snap, Some(&snap("s1"))));
+        assert!(!same_source(&from_snap, Some(&snap("s2"))));
+        assert!(!same_source(&from_snap, None));
+
+        let mut from_backup = vol();
+        from_backup.metadata.insert(
+            CONTENT_SOURCE_KEY.into(),
+            source_tag(&VolumeSource::Backup("b1".into())),
+        );
+        assert!(same_source(&from_backup, Some(&snap("b1"))));
+        assert!(!same_source(&from_backup, Some(&snap("b2"))));
+        assert!(!same_source(&from_backup, None));
+
+        let mut clone = vol();
+        clone.source_volume_id = Some("v1".into());
+        assert!(same_source(
+            &clone,
+            Some(&ContentSource::Volume("v1".into()))
+        ));
+        assert!(!same_source(&clone, Some(&snap("v1"))));
+    }
+}
