@@ -31,7 +31,8 @@ pub use types::*;
 /// (Cinder's 400) or `NotFound`; the controller then restarts that listing.
 #[async_trait]
 pub trait BlockStorage: Send + Sync {
-    /// Cheap liveness check for Probe: credentials valid and the API answers.
+    /// Cheap reachability check for the background cloud monitor (`/readyz`, never Probe):
+    /// credentials valid and the API answers.
     async fn check(&self) -> CloudResult<()>;
 
     /// `NotFound` names what is missing: `VolumeType`, or the source `Snapshot`, `Volume`

@@ -85,7 +85,7 @@ fn proxies(p: &ProxyOptions) -> Result<Vec<reqwest::Proxy>, String> {
 }
 
 /// A proxy URL as it may be shown: `user:password@` becomes `<redacted>@`.
-fn redact_userinfo(url: &str) -> String {
+pub(super) fn redact_userinfo(url: &str) -> String {
     let start = url.find("://").map_or(0, |i| i + 3);
     let end = url[start..].find('/').map_or(url.len(), |i| start + i);
     match url[start..end].rfind('@') {

@@ -61,12 +61,23 @@ pub struct TlsOptions {
 
 /// HTTP(S) proxies, as Go's `ProxyFromEnvironment` (upstream's transport) reads them:
 /// `HTTPS_PROXY` for https URLs, `HTTP_PROXY` for http ones, hosts in `NO_PROXY` direct.
-/// Loopback is never proxied.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Loopback is never proxied. Debug redacts a proxy URL's `user:password@`.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct ProxyOptions {
     pub https: Option<String>,
     pub http: Option<String>,
     pub no_proxy: Option<String>,
+}
+
+impl std::fmt::Debug for ProxyOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let shown = |u: &Option<String>| u.as_deref().map(super::http::redact_userinfo);
+        f.debug_struct("ProxyOptions")
+            .field("https", &shown(&self.https))
+            .field("http", &shown(&self.http))
+            .field("no_proxy", &self.no_proxy)
+            .finish()
+    }
 }
 
 impl ProxyOptions {
@@ -123,6 +134,18 @@ impl OpenStackOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_never_prints_a_proxy_password() {
+        let p = ProxyOptions {
+            https: Some("http://user:s3cret@proxy:3128".into()),
+            http: Some("http://proxy:3128".into()),
+            no_proxy: None,
+        };
+        let shown = format!("{p:?}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(shown.contains("<redacted>@proxy:3128"), "{shown}");
+    }
 
     #[test]
     fn proxies_from_the_environment() {
