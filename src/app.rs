@@ -409,6 +409,11 @@ fn node_core(args: &ServeArgs, config: &CloudConfig, metadata: Arc<dyn Metadata>
     };
     let opts = NodeOptions {
         kubelet_dir: args.kubelet_dir.clone(),
+        // Resolved once: a kubelet dir behind a symlink (e.g. to a data disk) appears
+        // resolved in the mount table.
+        kubelet_dir_resolved: std::fs::canonicalize(&args.kubelet_dir)
+            .ok()
+            .filter(|r| *r != args.kubelet_dir),
         max_volumes_per_node: i64::from(config.block_storage.node_volume_attach_limit),
         with_topology: args.with_topology,
         additional_topology: args.additional_topology.clone(),

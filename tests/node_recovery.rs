@@ -293,7 +293,16 @@ async fn read_only_publish_keeps_the_mount_flags() {
 
 #[tokio::test]
 async fn unstage_under_a_pod_is_refused_and_changes_nothing() {
-    let mut env = NodeEnv::start();
+    unstage_under_a_pod(NodeEnv::start()).await;
+}
+
+#[tokio::test]
+async fn unstage_under_a_pod_is_refused_with_the_kubelet_dir_behind_a_symlink() {
+    // The mount table shows resolved paths; the check must still see the pod's mount.
+    unstage_under_a_pod(NodeEnv::start_with(true)).await;
+}
+
+async fn unstage_under_a_pod(mut env: NodeEnv) {
     env.volume("inuse", 64 * MIB);
     let mut c = client(&env).await;
     let rw = cap("ext4", Mode::SingleNodeWriter, &[]);

@@ -90,6 +90,7 @@ async fn node_health_is_local_tools_only() {
         Arc::new(NoMetadata),
         NodeOptions {
             kubelet_dir: "/var/lib/kubelet".into(),
+            kubelet_dir_resolved: None,
             max_volumes_per_node: 256,
             with_topology: true,
             additional_topology: vec![],

@@ -113,6 +113,12 @@ pub struct NodeEnv {
 
 impl NodeEnv {
     pub fn start() -> NodeEnv {
+        Self::start_with(false)
+    }
+
+    /// `kubelet_behind_symlink`: the kubelet dir is a symlink to a directory beside it, as
+    /// when /var/lib/kubelet is linked to a data disk (the mount table shows resolved paths).
+    pub fn start_with(kubelet_behind_symlink: bool) -> NodeEnv {
         require_root();
         let root = tempfile::Builder::new()
             .prefix("cinder-node-test-")
@@ -121,7 +127,13 @@ impl NodeEnv {
         let kubelet = root.path().join("kubelet");
         let local = root.path().join("local");
         let by_id = local.join("by-id");
-        std::fs::create_dir_all(&kubelet).unwrap();
+        if kubelet_behind_symlink {
+            let data = root.path().join("kubelet-data");
+            std::fs::create_dir_all(&data).unwrap();
+            std::os::unix::fs::symlink(&data, &kubelet).unwrap();
+        } else {
+            std::fs::create_dir_all(&kubelet).unwrap();
+        }
         std::fs::create_dir_all(&by_id).unwrap();
         let args = [
             "--mode",

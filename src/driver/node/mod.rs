@@ -53,6 +53,10 @@ fn stats_key(volume_id: &str, path: &std::path::Path) -> String {
 pub struct NodeOptions {
     /// Staging and target paths must lie inside this directory (`--kubelet-dir`).
     pub kubelet_dir: PathBuf,
+    /// `kubelet_dir` with symlinks resolved (at startup), when that differs: the kernel's
+    /// mount table shows resolved paths, so "is it still mounted under the kubelet dir"
+    /// must look for both forms.
+    pub kubelet_dir_resolved: Option<PathBuf>,
     /// `[BlockStorage] node-volume-attach-limit` (the config's default is 256); reported as
     /// `max_volumes_per_node`.
     pub max_volumes_per_node: i64,
@@ -229,8 +233,8 @@ impl NodeCore {
             &req.staging_path,
             &self.opts.kubelet_dir,
         )?;
-        let kubelet_dir = self.opts.kubelet_dir.clone();
-        self.run(&id, move |h| stage::unstage(h, &path, &kubelet_dir))
+        let kubelet = stage::KubeletDir::of(&self.opts);
+        self.run(&id, move |h| stage::unstage(h, &path, &kubelet))
             .await
     }
 

@@ -284,8 +284,8 @@ pub fn grow_mounted(host: &Host, device: &Path, mount_point: &Path) -> Result<()
 /// responsible for creating the directory"; kubelet deletes it after NodeUnstageVolume).
 /// Idempotent. Refused, changing nothing, while the volume is still mounted at another path
 /// under `kubelet_dir` (a pod's bind: kubelet must unpublish first).
-pub fn unstage(host: &Host, staging: &Path, kubelet_dir: &Path) -> Result<()> {
-    refuse_if_in_use(host, staging, kubelet_dir)?;
+pub fn unstage(host: &Host, staging: &Path, kubelet: &KubeletDir) -> Result<()> {
+    refuse_if_in_use(host, staging, kubelet)?;
     for _ in 0..MAX_STACKED_MOUNTS {
         match host.mounter.inspect(staging)? {
             PathState::Missing => return Ok(()),
@@ -317,10 +317,40 @@ pub fn unstage(host: &Host, staging: &Path, kubelet_dir: &Path) -> Result<()> {
     )))
 }
 
+/// The kubelet dir as given and as the mount table shows it (symlinks resolved).
+pub struct KubeletDir {
+    given: PathBuf,
+    resolved: Option<PathBuf>,
+}
+
+impl KubeletDir {
+    pub fn of(opts: &NodeOptions) -> Self {
+        Self {
+            given: opts.kubelet_dir.clone(),
+            resolved: opts.kubelet_dir_resolved.clone(),
+        }
+    }
+
+    /// `path` (given or resolved form) lies inside the kubelet dir.
+    fn holds(&self, path: &Path) -> bool {
+        path.starts_with(&self.given) || self.resolved.as_ref().is_some_and(|r| path.starts_with(r))
+    }
+
+    /// `m` is `path` or below it, `path` being a path under the given kubelet dir and `m`
+    /// in either form.
+    fn same_or_below(&self, m: &Path, path: &Path) -> bool {
+        let resolved = self
+            .resolved
+            .as_ref()
+            .and_then(|r| path.strip_prefix(&self.given).ok().map(|rest| r.join(rest)));
+        m.starts_with(path) || resolved.is_some_and(|p| m.starts_with(p))
+    }
+}
+
 /// FailedPrecondition when what is staged at `staging` (the filesystem, or the device bound
 /// onto `<staging>/block`) is also mounted at another path under `kubelet_dir`. A broken
 /// staging mount is not checked: nothing can be learnt through it, and cleaning it is safe.
-fn refuse_if_in_use(host: &Host, staging: &Path, kubelet_dir: &Path) -> Result<()> {
+fn refuse_if_in_use(host: &Host, staging: &Path, kubelet: &KubeletDir) -> Result<()> {
     let mounted = match host.mounter.inspect(staging)? {
         PathState::Present(info) if info.mount_root => staging.to_path_buf(),
         PathState::Present(info) if info.kind == FileKind::Dir => {
@@ -336,7 +366,7 @@ fn refuse_if_in_use(host: &Host, staging: &Path, kubelet_dir: &Path) -> Result<(
         .mounter
         .mounts_sharing(&mounted)?
         .into_iter()
-        .filter(|m| m.starts_with(kubelet_dir) && !m.starts_with(staging))
+        .filter(|m| kubelet.holds(m) && !kubelet.same_or_below(m, staging))
         .collect();
     if users.is_empty() {
         return Ok(());
@@ -362,5 +392,33 @@ pub fn unmount_broken(host: &Host, path: &Path, errno: i32) -> Result<()> {
             tracing::warn!(path = %path.display(), error = %e, "unmount of broken mount failed; detaching it lazily");
             host.mounter.unmount(path, true).map_err(Into::into)
         }
+    }
+}
+
+#[cfg(test)]
+mod kubelet_dir_tests {
+    use super::*;
+
+    #[test]
+    fn both_forms_of_a_symlinked_kubelet_dir_count() {
+        let k = KubeletDir {
+            given: "/var/lib/kubelet".into(),
+            resolved: Some("/data/kubelet".into()),
+        };
+        let staging = Path::new("/var/lib/kubelet/plugins/x/globalmount");
+        assert!(k.holds(Path::new("/var/lib/kubelet/pods/p/mount")));
+        assert!(k.holds(Path::new("/data/kubelet/pods/p/mount")));
+        assert!(!k.holds(Path::new("/mnt/elsewhere")));
+        assert!(k.same_or_below(Path::new("/data/kubelet/plugins/x/globalmount"), staging));
+        assert!(k.same_or_below(
+            Path::new("/var/lib/kubelet/plugins/x/globalmount/block"),
+            staging
+        ));
+        assert!(!k.same_or_below(Path::new("/data/kubelet/pods/p/mount"), staging));
+        let plain = KubeletDir {
+            given: "/var/lib/kubelet".into(),
+            resolved: None,
+        };
+        assert!(!plain.holds(Path::new("/data/kubelet/pods/p/mount")));
     }
 }

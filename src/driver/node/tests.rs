@@ -41,6 +41,7 @@ pub(super) fn core_with(fake: &FakeHost, md: Arc<dyn Metadata>) -> Arc<NodeCore>
         md,
         NodeOptions {
             kubelet_dir: KUBELET.into(),
+            kubelet_dir_resolved: None,
             max_volumes_per_node: 256,
             with_topology: true,
             additional_topology: vec![("topology.kubernetes.io/region".into(), "r1".into())],
