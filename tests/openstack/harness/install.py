@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import time
 
+from . import distro
 from .settings import APT_PACKAGES, HERE
 
 
@@ -20,11 +21,16 @@ def apt():
         return 'already installed'
     env = dict(os.environ, DEBIAN_FRONTEND='noninteractive')
     subprocess.run(['apt-get', 'update', '-qq'], check=True, env=env)
-    # The image's policy-rc.d keeps the postinsts from starting system daemons; ours run
-    # from the state directory instead.
+    # Where no policy-rc.d forbids it (a systemd VM), the postinsts start the distro's
+    # daemons on our ports: `daemons` below stops and disables them; ours run from the state dir.
     subprocess.run(['apt-get', 'install', '-y', '-qq', '--no-install-recommends', *missing],
                    check=True, env=env, stdout=subprocess.DEVNULL)
     return 'installed ' + ' '.join(missing)
+
+
+def daemons():
+    done = distro.stop()
+    return '; '.join(done) if done else 'none running'
 
 
 def _fingerprint():
@@ -52,7 +58,7 @@ def venv(s):
 def run(s):
     s.state.mkdir(parents=True, exist_ok=True)
     s.state.chmod(0o700)
-    for name, step in (('apt', apt), ('venv', lambda: venv(s))):
+    for name, step in (('apt', apt), ('distro daemons', daemons), ('venv', lambda: venv(s))):
         t = time.monotonic()
         what = step()
         print(f'ostack install: {name}: {what} in {time.monotonic() - t:.1f} s', flush=True)

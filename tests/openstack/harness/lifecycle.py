@@ -10,7 +10,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from . import bootstrap, identity, loops, outputs, procs, ready, render, seed
+from . import bootstrap, distro, identity, loops, outputs, procs, ready, render, seed
 from .procs import ServiceError
 from .settings import HERE, PORTS
 
@@ -124,6 +124,8 @@ def up(s):
             return
         raise ServiceError('ostack: partly running (' + ', '.join(sorted(alive)) +
                            '): run `ostack down` first')
+    for what in distro.stop():  # the distro's rabbitmq/epmd/mariadb would hold our ports
+        print(f'ostack up: stopped the distribution\'s daemons: {what}', flush=True)
     procs.check_ports_free(PORTS)
     fresh = not (s.state / 'initialized').exists()
     if fresh:  # never initialised, or an init that failed half-way: start from nothing

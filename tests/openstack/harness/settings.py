@@ -55,11 +55,12 @@ COMPUTE_HOSTS = {'nova': COMPUTE_HOST, 'az2': 'ostack-az2'}
 
 
 def _python():
-    for name in ('python3.11', 'python3'):
-        found = shutil.which(name)
-        if found:
-            return found
-    raise SystemExit('ostack: no python3.11/python3 on PATH (set OSTACK_PYTHON)')
+    """Debian's python3 (python3-venv and python3-dev come from tests/ci/install-deps.sh; the
+    latter builds uWSGI), whatever else is first on PATH (pyenv, say)."""
+    if Path('/usr/bin/python3').exists():
+        return '/usr/bin/python3'
+    raise SystemExit('ostack: no /usr/bin/python3 (apt-get install python3-venv python3-dev, '
+                     'or set OSTACK_PYTHON)')
 
 
 @dataclass(frozen=True)
