@@ -17,6 +17,8 @@ if [[ $(id -u) -ne 0 ]]; then
     exit 1
 fi
 
+# shellcheck source=tests/ci/sanity-floor.sh
+source tests/ci/sanity-floor.sh
 cargo build --quiet -p cinder-csi -p cinder-csi-sanity
 driver=target/debug/cinder-csi
 sanity=target/debug/cinder-csi-sanity
@@ -93,6 +95,7 @@ for access in mount block; do
     total=$((total + cases))
     echo "40-sanity: $access: $cases cases ($(tail -n 1 "$out"))"
     [[ $rc -eq 0 ]] || failed+=("$access (exit $rc)")
+    sanity_floor "40-sanity: $access" "$out" || failed+=("$access (skips/passes off the floor)")
 done
 echo "40-sanity: $total cases run against cinder-csi --backend local (mount + block)"
 if ((${#failed[@]})); then

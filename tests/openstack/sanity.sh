@@ -8,6 +8,8 @@ cd "$(dirname "$0")/../.."
 # shellcheck disable=SC1090
 source "$1"
 
+# shellcheck source=tests/ci/sanity-floor.sh
+source tests/ci/sanity-floor.sh
 cargo build --quiet -p cinder-csi -p cinder-csi-sanity
 tmp=$(mktemp -d /tmp/cinder-csi-ostack-sanity.XXXXXX)
 kubelet=$tmp/kubelet
@@ -16,7 +18,13 @@ cleanup() {
     local rc=$?
     set +e
     if [[ -n $driver_pid ]]; then
+        # Bounded: a driver stuck in shutdown gets KILL after 30 s instead of hanging CI.
         kill -TERM "$driver_pid" 2>/dev/null
+        for _ in $(seq 1 150); do kill -0 "$driver_pid" 2>/dev/null || break; sleep 0.2; done
+        if kill -0 "$driver_pid" 2>/dev/null; then
+            echo "openstack sanity: the driver did not exit within 30 s of SIGTERM; killing it" >&2
+            kill -KILL "$driver_pid" 2>/dev/null
+        fi
         wait "$driver_pid" 2>/dev/null
     fi
     if ((rc)) && [[ -f $tmp/driver.log ]]; then
@@ -36,7 +44,12 @@ target/debug/cinder-csi --mode all --backend openstack --cloud-config "$OSTACK_C
     --by-id-dir "$OSTACK_NODE_1_BY_ID_DIR" --metadata-url "$OSTACK_NODE_1_METADATA_URL" \
     --kubelet-dir "$kubelet" --endpoint "unix://$tmp/csi.sock" >"$tmp/driver.log" 2>&1 &
 driver_pid=$!
-for _ in $(seq 1 100); do [[ -S $tmp/csi.sock ]] && break; sleep 0.2; done
+for _ in $(seq 1 300); do
+    [[ -S $tmp/csi.sock ]] && break
+    kill -0 "$driver_pid" 2>/dev/null || { echo "openstack sanity: cinder-csi exited before serving" >&2; exit 1; }
+    sleep 0.2
+done
+[[ -S $tmp/csi.sock ]] || { echo "openstack sanity: cinder-csi did not create its socket within 60 s" >&2; exit 1; }
 
 failed=0
 for access in mount block; do
@@ -50,5 +63,6 @@ for access in mount block; do
     set -e
     echo "openstack sanity: $access: $(tail -n 1 "$out")"
     ((rc == 0)) || failed=1
+    sanity_floor "openstack sanity: $access" "$out" || failed=1
 done
 exit "$failed"
