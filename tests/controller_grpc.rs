@@ -231,11 +231,16 @@ async fn busy_name_is_aborted_and_the_deadline_ends_the_wait() {
             .await
     });
     // The second call for the same name arrives while the first waits.
+    let waiting_since = std::time::Instant::now();
     let second = loop {
         tokio::time::sleep(Duration::from_millis(50)).await;
         if !h.fake.volumes().is_empty() {
             break h.client.create_volume(create_req("a", GIB)).await;
         }
+        assert!(
+            waiting_since.elapsed() < Duration::from_secs(60),
+            "the first CreateVolume never reached the fake cloud"
+        );
     };
     let err = second.unwrap_err();
     assert_eq!(err.code(), Code::Aborted);

@@ -15,6 +15,10 @@ if [[ "${CINDER_CSI_SKIP_OPENSTACK:-}" == 1 ]]; then
 fi
 
 ostack=tests/openstack/ostack
+# The tests' HTTP clients (reqwest honours HTTP(S)_PROXY) and the driver reach the cloud on
+# loopback: never through a proxy the machine sets (existing NO_PROXY entries are kept).
+export NO_PROXY="${NO_PROXY:+$NO_PROXY,}127.0.0.1,localhost"
+export no_proxy="${no_proxy:+$no_proxy,}127.0.0.1,localhost"
 export OSTACK_STATE=${OSTACK_STATE:-/var/tmp/cinder-csi-ostack}
 timings=()
 phase() { # name command...   (records its duration even when it fails)

@@ -7,6 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck disable=SC1090
 source "$1"
+# The tests' HTTP clients (reqwest honours HTTP(S)_PROXY) and the driver reach the cloud on
+# loopback: never through a proxy the machine sets (existing NO_PROXY entries are kept).
+export NO_PROXY="${NO_PROXY:+$NO_PROXY,}127.0.0.1,localhost"
+export no_proxy="${no_proxy:+$no_proxy,}127.0.0.1,localhost"
 
 # shellcheck source=tests/ci/sanity-floor.sh
 source tests/ci/sanity-floor.sh

@@ -11,6 +11,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from .settings import loopback_no_proxy
+
 
 class ServiceError(SystemExit):
     """A service that did not start or become ready: message plus the tail of its logs."""
@@ -55,7 +57,7 @@ def start(s, name, cmd, env=None, cwd=None):
     marks = {rel: (s.log / rel).stat().st_size for rel in _logs(name) if (s.log / rel).exists()}
     (s.run / f'{name}.logpos').write_text(json.dumps(marks))
     out = open(s.log / f'{name}.out', 'ab')
-    full_env = dict(os.environ, PYTHONWARNINGS='ignore', **(env or {}))
+    full_env = loopback_no_proxy(dict(os.environ, PYTHONWARNINGS='ignore', **(env or {})))
     p = subprocess.Popen([str(c) for c in cmd], stdin=subprocess.DEVNULL, stdout=out,
                          stderr=subprocess.STDOUT, env=full_env, cwd=cwd or s.state,
                          start_new_session=True)

@@ -54,6 +54,16 @@ ZONES = ('nova', 'az2')
 COMPUTE_HOSTS = {'nova': COMPUTE_HOST, 'az2': 'ostack-az2'}
 
 
+def loopback_no_proxy(env):
+    """`env` with 127.0.0.1 and localhost added to NO_PROXY/no_proxy (existing entries kept):
+    the cloud's services, and our own urllib calls, talk to each other on loopback and must
+    never go through an HTTP(S)_PROXY the machine sets."""
+    for key in ('NO_PROXY', 'no_proxy'):
+        have = [h.strip() for h in env.get(key, '').split(',') if h.strip()]
+        env[key] = ','.join(have + [h for h in ('127.0.0.1', 'localhost') if h not in have])
+    return env
+
+
 def _python():
     """Debian's python3 (python3-venv and python3-dev come from tests/ci/install-deps.sh; the
     latter builds uWSGI), whatever else is first on PATH (pyenv, say)."""
