@@ -129,6 +129,15 @@ fn dirty_filesystem(env: &NodeEnv, dev: &Path, fs: &str) {
     std::fs::write(scratch.join("after"), b"in the journal only").unwrap();
     run("xfs_io", &["-x", "-c", "shutdown", s]);
     run("umount", &[s]);
+    // Otherwise "the disk is unchanged" below would hold trivially.
+    let dirty = match fs {
+        // `state: <DIRTY>` (a cleanly unmounted log shows `<CLEAN>`).
+        "xfs" => run("xfs_logprint", &["-t", d]).contains("<DIRTY>"),
+        _ => run("dumpe2fs", &["-h", d])
+            .lines()
+            .any(|l| l.starts_with("Filesystem features:") && l.contains("needs_recovery")),
+    };
+    assert!(dirty, "{fs} on {d} does not need recovery: the test would prove nothing");
 }
 
 #[tokio::test]
