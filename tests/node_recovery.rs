@@ -137,7 +137,10 @@ fn dirty_filesystem(env: &NodeEnv, dev: &Path, fs: &str) {
             .lines()
             .any(|l| l.starts_with("Filesystem features:") && l.contains("needs_recovery")),
     };
-    assert!(dirty, "{fs} on {d} does not need recovery: the test would prove nothing");
+    assert!(
+        dirty,
+        "{fs} on {d} does not need recovery: the test would prove nothing"
+    );
 }
 
 #[tokio::test]

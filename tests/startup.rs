@@ -1,5 +1,6 @@
 //! Startup contract: configuration errors exit 64 with one clear line before anything binds.
 
+use std::path::Path;
 use std::process::Command;
 
 fn run(args: &[&str]) -> (Option<i32>, String) {
@@ -150,6 +151,22 @@ fn help_lists_the_flags_and_version_has_the_revision() {
         v.contains(env!("CARGO_PKG_VERSION")) && v.contains("git "),
         "{v}"
     );
+    // In a git checkout (CI runs in a clone) the revision is the real one, not build.rs's
+    // "unknown" fallback. (`.git` is a file in a worktree.)
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    if repo.join(".git").exists() {
+        let head = Command::new("git")
+            .args(["rev-parse", "--short=12", "HEAD"])
+            .current_dir(repo)
+            .output()
+            .unwrap();
+        assert!(head.status.success(), "git rev-parse HEAD failed");
+        let head = String::from_utf8_lossy(&head.stdout).trim().to_string();
+        assert!(
+            v.contains(&format!("(git {head},")),
+            "{v} is not of HEAD {head}"
+        );
+    }
 }
 
 #[test]
