@@ -5,7 +5,7 @@ mod common;
 use cinder_csi::csi::pb::identity_client::IdentityClient;
 use cinder_csi::csi::pb::plugin_capability::{self, service};
 use cinder_csi::csi::pb::{GetPluginCapabilitiesRequest, GetPluginInfoRequest, ProbeRequest};
-use common::Driver;
+use common::{DieWithParent, Driver};
 
 fn node_args(dir: &std::path::Path) -> Vec<String> {
     vec![
@@ -205,7 +205,13 @@ async fn probe_is_ok_and_fast_while_the_cloud_is_down() {
         let started = std::time::Instant::now();
         let probe = client.probe(ProbeRequest {}).await.unwrap().into_inner();
         assert_eq!(probe.ready, Some(true));
-        assert!(started.elapsed() < std::time::Duration::from_millis(500));
+        // Not a latency check (a debug build on a loaded machine may be slow): only that
+        // Probe does not hang on the cloud, whose requests wait up to the 10 s connect timeout.
+        let took = started.elapsed();
+        assert!(
+            took < std::time::Duration::from_secs(5),
+            "Probe took {took:?}"
+        );
     }
     let (code, body) = http_get(port, "/healthz");
     assert_eq!((code, body.trim()), (200, "ok"));
@@ -272,6 +278,7 @@ async fn upstream_manifest_invocation_works_and_warns() {
         .env_remove("CINDER_CSI_NODE_ID")
         .stdin(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
+        .die_with_parent()
         .spawn()
         .unwrap();
     let driver = common::Driver {

@@ -43,13 +43,17 @@ impl StateDir {
 
     /// Loop devices bound to files under this directory (deleted ones included).
     fn bound(&self) -> Vec<LoopDevice> {
-        let root = self.path();
-        loopdev::bound_devices()
-            .unwrap()
+        self.try_bound().unwrap()
+    }
+
+    /// [`StateDir::bound`] that never panics (for `Drop`).
+    fn try_bound(&self) -> std::io::Result<Vec<LoopDevice>> {
+        let root = self.dir.path().canonicalize()?;
+        Ok(loopdev::bound_devices()?
             .into_iter()
             .filter(|b| b.backing_file.starts_with(&root))
             .map(|b| b.device)
-            .collect()
+            .collect())
     }
 
     fn opts(&self, nodes: &[&str]) -> LocalOptions {
@@ -69,9 +73,24 @@ impl StateDir {
 }
 
 impl Drop for StateDir {
+    // Never panics: a panic here while a test unwinds would abort and skip the other guards.
     fn drop(&mut self) {
-        for d in self.bound() {
-            let _ = d.detach();
+        use std::io::Write;
+        match self.try_bound() {
+            Ok(devices) => {
+                for d in devices {
+                    if let Err(e) = d.detach() {
+                        let _ = writeln!(std::io::stderr(), "cleanup: detach {d:?}: {e}");
+                    }
+                }
+            }
+            Err(e) => {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "cleanup: listing the loop devices of {:?}: {e}",
+                    self.dir.path()
+                );
+            }
         }
     }
 }

@@ -79,17 +79,38 @@ impl Loop {
     }
 }
 
+impl Loop {
+    /// Whether our device still serves our file: a device detached behind our back may have
+    /// been reused by someone else, whose device we must not detach.
+    fn still_ours(&self) -> bool {
+        let Some(name) = self.dev.file_name() else {
+            return false;
+        };
+        let sys = Path::new("/sys/block").join(name).join("loop/backing_file");
+        let Ok(backing) = std::fs::read_to_string(sys) else {
+            return false; // not bound any more
+        };
+        let backing = backing.trim_end_matches('\n');
+        let backing = backing.strip_suffix(" (deleted)").unwrap_or(backing);
+        let file = std::fs::canonicalize(&self.file).unwrap_or_else(|_| self.file.clone());
+        Path::new(backing) == file || Path::new(backing) == self.file
+    }
+}
+
 impl Drop for Loop {
     fn drop(&mut self) {
-        let _ = Command::new("losetup").arg("-d").arg(&self.dev).status();
+        if self.still_ours() {
+            let _ = Command::new("losetup").arg("-d").arg(&self.dev).status();
+        }
     }
 }
 
 /// Mount points at or below `root`, deepest last as in mountinfo order.
 pub fn mounts_below(root: &Path) -> Vec<PathBuf> {
     let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    // Never panics: NodeEnv's Drop calls it.
     std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
+        .unwrap_or_default()
         .lines()
         .filter_map(|l| l.split(' ').nth(4))
         .map(|p| PathBuf::from(p.replace("\\040", " ")))

@@ -8,6 +8,10 @@ use std::time::{Duration, Instant};
 
 use tonic::transport::Channel;
 
+#[path = "../die_with_parent/mod.rs"]
+mod die_with_parent;
+pub use die_with_parent::DieWithParent;
+
 /// A running driver process; killed (SIGKILL) on drop unless already stopped.
 pub struct Driver {
     pub child: Option<Child>,
@@ -31,6 +35,7 @@ impl Driver {
             .arg(format!("unix://{}", socket.display()))
             .env("CINDER_CSI_LOG_LEVEL", "cinder_csi=debug,info")
             .stdin(Stdio::null())
+            .die_with_parent()
             .spawn()
             .expect("spawn cinder-csi");
         let driver = Driver {

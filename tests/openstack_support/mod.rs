@@ -16,6 +16,10 @@ use cinder_csi::csi::pb;
 use serde_json::Value;
 use tonic::transport::{Channel, Endpoint, Uri};
 
+#[path = "../die_with_parent/mod.rs"]
+mod die_with_parent;
+pub use die_with_parent::DieWithParent;
+
 pub const ENV_VAR: &str = "CINDER_CSI_OSTACK_ENV";
 /// Bound on any one CSI call or wait against the cloud (generous: a 2-core CI machine).
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(120);
@@ -71,8 +75,26 @@ impl Cloud {
         path: &str,
         body: Option<&Value>,
     ) -> Option<Value> {
+        self.try_api_body(admin, service, method, path, body)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Cloud::api_body`] that never panics (for guards' `Drop`): `Err` says what failed.
+    pub fn try_api_body(
+        &self,
+        admin: bool,
+        service: &str,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Option<Value>, String> {
+        let var = |k: &str| {
+            self.vars
+                .get(k)
+                .ok_or_else(|| format!("{k} missing from the env file"))
+        };
         let mut cmd = Command::new("python3");
-        cmd.arg(self.var("OSTACK_BIN")).arg("api");
+        cmd.arg(var("OSTACK_BIN")?).arg("api");
         if admin {
             cmd.arg("--admin");
         }
@@ -81,17 +103,19 @@ impl Cloud {
             cmd.arg(b.to_string());
         }
         let out = cmd
-            .env("OSTACK_STATE", self.var("OSTACK_STATE"))
+            .env("OSTACK_STATE", var("OSTACK_STATE")?)
             .output()
-            .expect("run tests/openstack/ostack api");
+            .map_err(|e| format!("run tests/openstack/ostack api: {e}"))?;
         match out.status.code() {
-            Some(0) => Some(serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)),
-            Some(4) => None,
-            _ => panic!(
+            Some(0) => Ok(Some(
+                serde_json::from_slice(&out.stdout).unwrap_or(Value::Null),
+            )),
+            Some(4) => Ok(None),
+            _ => Err(format!(
                 "ostack api {service} {method} {path}: {}{}",
                 String::from_utf8_lossy(&out.stderr),
                 String::from_utf8_lossy(&out.stdout)
-            ),
+            )),
         }
     }
 
@@ -102,9 +126,26 @@ impl Cloud {
     }
 
     pub fn volume_status(&self, id: &str) -> String {
-        self.volume(id)
-            .map(|v| v["status"].as_str().unwrap_or_default().to_string())
-            .unwrap_or_else(|| "deleted".into())
+        self.try_volume_status(id).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Cloud::volume_status`] that never panics.
+    pub fn try_volume_status(&self, id: &str) -> Result<String, String> {
+        Ok(self
+            .try_api_body(
+                false,
+                "block-storage",
+                "GET",
+                &format!("/volumes/{id}"),
+                None,
+            )?
+            .map(|v| {
+                v["volume"]["status"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .unwrap_or_else(|| "deleted".into()))
     }
 
     /// Poll until `check` holds (the cloud is eventually consistent by nature).
@@ -155,6 +196,8 @@ impl Driver {
     pub fn start(cloud: &Cloud, node: usize, dir: &Path, kubelet: &Path) -> Driver {
         let socket = dir.join("csi.sock");
         let log = dir.join("cinder-csi.log");
+        // One open file for both streams: two would each write from offset 0 over the other.
+        let out = std::fs::File::create(&log).expect("driver log");
         let child = Command::new(env!("CARGO_BIN_EXE_cinder-csi"))
             .args([
                 "--mode",
@@ -176,8 +219,9 @@ impl Driver {
             .arg(kubelet)
             .args(["--log-level", "cinder_csi=debug,info"])
             .stdin(Stdio::null())
-            .stdout(std::fs::File::create(&log).expect("driver log"))
-            .stderr(std::fs::File::create(&log).expect("driver log"))
+            .stdout(out.try_clone().expect("driver log"))
+            .stderr(out)
+            .die_with_parent()
             .spawn()
             .expect("start cinder-csi");
         Driver { child, socket, log }
@@ -234,7 +278,12 @@ impl Drop for Driver {
         let _ = self.child.kill();
         let _ = self.child.wait();
         if std::thread::panicking() {
-            eprintln!("--- cinder-csi log (last lines):\n{}", self.log_tail());
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "--- cinder-csi log (last lines):\n{}",
+                self.log_tail()
+            );
         }
     }
 }
@@ -271,22 +320,34 @@ pub struct CloudObjects<'a> {
 }
 
 impl Drop for CloudObjects<'_> {
+    // Never panics (a panic here while the test unwinds would abort the process and skip the
+    // other guards): every failure is logged and the cleanup goes on.
     fn drop(&mut self) {
         let c = self.cloud;
         let quiet = |m: &str, p: &str, svc: &str| {
-            let _ =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c.api(true, svc, m, p)));
+            if let Err(e) = c.try_api_body(true, svc, m, p, None) {
+                log_cleanup(&format!("{m} {p}: {e}"));
+            }
         };
         for v in &self.volumes {
-            if let Some(vol) = c.volume(v) {
-                for a in vol["attachments"].as_array().cloned().unwrap_or_default() {
-                    let server = a["server_id"].as_str().unwrap_or_default();
-                    quiet(
-                        "DELETE",
-                        &format!("/servers/{server}/os-volume_attachments/{v}"),
-                        "compute",
-                    );
+            let path = format!("/volumes/{v}");
+            match c.try_api_body(false, "block-storage", "GET", &path, None) {
+                Ok(Some(vol)) => {
+                    for a in vol["volume"]["attachments"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default()
+                    {
+                        let server = a["server_id"].as_str().unwrap_or_default();
+                        quiet(
+                            "DELETE",
+                            &format!("/servers/{server}/os-volume_attachments/{v}"),
+                            "compute",
+                        );
+                    }
                 }
+                Ok(None) => {}
+                Err(e) => log_cleanup(&format!("GET {path}: {e}")),
             }
         }
         for s in &self.snapshots {
@@ -295,7 +356,11 @@ impl Drop for CloudObjects<'_> {
         let deadline = Instant::now() + Duration::from_secs(60);
         for s in &self.snapshots {
             let path = format!("/snapshots/{s}");
-            while Instant::now() < deadline && c.api(true, "block-storage", "GET", &path).is_some()
+            while Instant::now() < deadline
+                && !matches!(
+                    c.try_api_body(true, "block-storage", "GET", &path, None),
+                    Ok(None)
+                )
             {
                 std::thread::sleep(Duration::from_millis(200));
             }
@@ -303,8 +368,8 @@ impl Drop for CloudObjects<'_> {
         for v in &self.volumes {
             while Instant::now() < deadline
                 && !matches!(
-                    c.volume_status(v).as_str(),
-                    "available" | "error" | "deleted"
+                    c.try_volume_status(v).as_deref(),
+                    Ok("available" | "error" | "deleted")
                 )
             {
                 std::thread::sleep(Duration::from_millis(200));
@@ -312,6 +377,12 @@ impl Drop for CloudObjects<'_> {
             quiet("DELETE", &format!("/volumes/{v}"), "block-storage");
         }
     }
+}
+
+/// A cleanup step that failed: said on stderr (write errors ignored: `eprintln!` panics).
+pub fn log_cleanup(what: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "cleanup: {what}");
 }
 
 pub type Identity = pb::identity_client::IdentityClient<Channel>;
