@@ -478,8 +478,9 @@ async fn a_real_401_costs_one_reauth_and_one_retry() {
 }
 
 /// Renewal before expiry, with Keystone's real token times: an application credential that
-/// expires in 40 s makes Keystone issue tokens that expire with it, so the adapter must renew
-/// at 32 s (a fifth of the lifetime early) and no request may meet a 401.
+/// expires in 60 s makes Keystone issue tokens that expire with it, so the adapter must renew
+/// a fifth of the lifetime early (~12 s before) and no request may meet a 401. Timed from the
+/// expiry Keystone returns, not from our clock before the credential was made.
 #[tokio::test]
 async fn tokens_are_renewed_before_they_expire() {
     let Some(cloud) = Cloud::from_env("tokens_are_renewed_before_they_expire") else {
@@ -490,7 +491,7 @@ async fn tokens_are_renewed_before_they_expire() {
     let project = cloud.var("OSTACK_PROJECT_ID").to_string();
     let (user_id, name, password) = throwaway_user(&trash, Some(&project));
     let (token, _) = keystone_token(&cloud, &name, &password, cloud.var("OS_PROJECT_NAME")).await;
-    let lifetime = chrono::TimeDelta::seconds(40);
+    let lifetime = chrono::TimeDelta::seconds(60);
     let expires = (chrono::Utc::now() + lifetime)
         .format("%Y-%m-%dT%H:%M:%S")
         .to_string();
@@ -517,12 +518,30 @@ async fn tokens_are_renewed_before_they_expire() {
             .map(Secret::new),
         ..Default::default()
     };
+    // The expiry Keystone stored (it returns it), to the second: tokens expire with it.
+    let stored = cred["application_credential"]["expires_at"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no expires_at in {cred}"));
+    let expiry =
+        chrono::NaiveDateTime::parse_from_str(stored.trim_end_matches('Z'), "%Y-%m-%dT%H:%M:%S%.f")
+            .unwrap_or_else(|e| panic!("expires_at {stored:?}: {e}"))
+            .and_utc();
+    let expiry = chrono::Timelike::with_nanosecond(&expiry, 0).unwrap();
     let (os, m) = adapter(&o).await;
-    let started = Instant::now();
     os.check().await.unwrap();
+    // The token was issued before now, so it lives at most `left`; the adapter renews it a
+    // fifth of its lifetime before `expiry`, i.e. by expiry - left/5 at the latest.
+    let left = expiry - chrono::Utc::now();
     os.check().await.unwrap();
     assert_eq!(m.snapshot().get(Op::KeystoneToken).requests, 1, "reused");
-    tokio::time::sleep_until(started + Duration::from_secs(34)).await;
+    // Check 4 s before expiry: past the renewal point (left/5 > 4 s, with room to spare).
+    let check_at = expiry - chrono::TimeDelta::seconds(4);
+    assert!(
+        left > chrono::TimeDelta::seconds(30),
+        "setup took too long: the credential had only {left} left"
+    );
+    let wait = (check_at - chrono::Utc::now()).to_std().unwrap_or_default();
+    tokio::time::sleep(wait).await;
     os.check().await.expect("renewed before expiry");
     let s = m.snapshot();
     assert_eq!(s.get(Op::KeystoneToken).requests, 2, "renewed once");
