@@ -62,7 +62,8 @@ enum Match {
 fn match_zone(zones: &[String], value: &str) -> Match {
     let mut same: Vec<&String> = zones
         .iter()
-        .filter(|z| *z == value || topology_value(z) == value)
+        // An empty value is no label form: zones that have none do not answer to it.
+        .filter(|z| *z == value || (!value.is_empty() && topology_value(z) == value))
         .collect();
     same.sort();
     same.dedup();
@@ -146,6 +147,7 @@ mod tests {
         assert_eq!(match_zone(&z, "zone 1"), Match::Found("zone 1".into()));
         assert_eq!(match_zone(&z, "az9"), Match::Missing);
         assert_eq!(match_zone(&[], "nova"), Match::Missing);
+        assert_eq!(match_zone(&zones(&["nova", "---"]), ""), Match::Missing);
     }
 
     #[test]
