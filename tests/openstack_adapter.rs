@@ -1,8 +1,8 @@
 //! The OpenStack adapter (`cloud::openstack`) against the real Keystone, Cinder and Nova of the
 //! test cloud (tests/openstack/ostack): every port call, every auth method, token renewal and
 //! the single re-authentication on a real 401, microversion negotiation and its limits, the
-//! typed mapping of real 404/409/400/413 answers, capacity from real quotas, and the shared
-//! status watcher batching real waits.
+//! typed mapping of real 404/409/400/413 answers, capacity from real quotas, the availability
+//! zones, and the shared status watcher batching real waits.
 //!
 //! Runs only with CINDER_CSI_OSTACK_ENV=<state>/env.sh (docs/TESTING.md); prints "skipped: ..."
 //! otherwise. The tests share the test nodes, so they run one at a time (`serial()`); whatever a
@@ -1142,6 +1142,32 @@ async fn capacity_from_real_quotas() {
         limited.capacity(None, None).await.unwrap().available_bytes,
         Some(4 * GIB)
     );
+}
+
+#[tokio::test]
+async fn availability_zones_of_the_real_cinder() {
+    let Some(cloud) = Cloud::from_env("availability_zones_of_the_real_cinder") else {
+        return;
+    };
+    let _serial = serial().await;
+    let trash = Trash::new(&cloud);
+    let mut expected: Vec<String> = cloud
+        .var("OSTACK_AVAILABILITY_ZONES")
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    expected.sort();
+    assert_eq!(expected, ["az2", "nova"], "the test cloud's two backends");
+    let (os, m) = adapter(&options_from(&cloud, "OSTACK_CLOUD_CONF")).await;
+    assert_eq!(os.availability_zones().await.unwrap(), expected);
+    assert_eq!(m.snapshot().get(Op::AvailabilityZoneList).requests, 1);
+    assert_eq!(m.snapshot().get(Op::AvailabilityZoneList).errors, 0);
+    // A plain member of another project may list them too (Cinder's default policy): the
+    // controller's credentials need no extra role for the topology mapping.
+    let project = throwaway_project(&trash);
+    let (_, name, password) = throwaway_user(&trash, Some(&project));
+    let (member, _) = adapter(&member_password_opts(&cloud, &name, &password, &project)).await;
+    assert_eq!(member.availability_zones().await.unwrap(), expected);
 }
 
 #[tokio::test]

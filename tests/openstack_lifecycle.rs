@@ -1,6 +1,6 @@
 //! The whole CSI lifecycle of a volume against the real OpenStack test cloud
 //! (tests/openstack/ostack), through the real `cinder-csi` binary on a Unix socket:
-//! CreateVolume (Cinder) → ControllerPublish (Nova attach → in-use; the test hypervisor makes a
+//! CreateVolume (Cinder, in the node's zone) → ControllerPublish (Nova attach → in-use; the test hypervisor makes a
 //! loop device) → NodeStage (mkfs + mount) → NodePublish → write → unpublish/unstage →
 //! ControllerUnpublish (detach → available, device gone) → CreateSnapshot → CreateVolume from
 //! it → attach + stage + publish that one and read the same data → delete everything.
@@ -230,7 +230,12 @@ async fn volume_lifecycle_against_real_openstack() {
         "node topology"
     );
 
-    // CreateVolume → a Cinder volume.
+    // CreateVolume → a Cinder volume, in the node's zone as the provisioner asks for it
+    // (WaitForFirstConsumer: the node's topology is requisite and preferred).
+    let node_topology = node_info
+        .accessible_topology
+        .clone()
+        .expect("node topology");
     let created = call(
         "CreateVolume",
         ctl.create_volume(pb::CreateVolumeRequest {
@@ -241,6 +246,10 @@ async fn volume_lifecycle_against_real_openstack() {
             }),
             volume_capabilities: vec![mount_capability()],
             parameters: HashMap::from([("type".into(), cloud.var("OSTACK_VOLUME_TYPE").into())]),
+            accessibility_requirements: Some(pb::TopologyRequirement {
+                requisite: vec![node_topology.clone()],
+                preferred: vec![node_topology.clone()],
+            }),
             ..Default::default()
         }),
     )
@@ -251,6 +260,16 @@ async fn volume_lifecycle_against_real_openstack() {
     objects.volumes.push(vol.clone());
     assert_eq!(created.capacity_bytes, GIB);
     assert_eq!(cloud.volume_status(&vol), "available");
+    assert_eq!(
+        cloud.volume(&vol).unwrap()["availability_zone"],
+        cloud.node(NODE, "AZ"),
+        "created in the node's zone"
+    );
+    assert_eq!(
+        created.accessible_topology,
+        vec![node_topology],
+        "reported as the node reports its zone"
+    );
 
     // Attach, mkfs + mount, write.
     let p1 = paths(&kubelet, "pv-one");

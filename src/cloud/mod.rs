@@ -96,6 +96,10 @@ pub trait BlockStorage: Send + Sync {
         deadline: Instant,
     ) -> CloudResult<Backup>;
 
+    /// The names of the availability zones volumes can be created in, as Cinder spells them
+    /// (the controller maps topology values back to these).
+    async fn availability_zones(&self) -> CloudResult<Vec<String>>;
+
     /// Provisionable space, optionally for one AZ and volume type.
     async fn capacity(
         &self,

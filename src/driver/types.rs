@@ -91,6 +91,30 @@ pub struct TopologyRequirement {
 /// The topology key this driver (and the in-tree migration) uses for availability zones.
 pub const ZONE_TOPOLOGY_KEY: &str = "topology.cinder.csi.openstack.org/zone";
 
+/// How an availability zone appears in topology. Segment values become node labels, so they
+/// must be Kubernetes label values: at most 63 characters of `[A-Za-z0-9._-]`, starting and
+/// ending alphanumeric. Other characters become `-`. Nova and Cinder AZ names are free text
+/// ("zone 1", "dc1:rack2"), so the node and the controller both report this form; the
+/// controller maps it back to the Cinder name before it calls Cinder.
+pub fn topology_value(zone: &str) -> String {
+    let mapped: String = zone
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let trimmed = mapped.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+    let mut out: String = trimmed.chars().take(63).collect();
+    while out.ends_with(|c: char| !c.is_ascii_alphanumeric()) {
+        out.pop();
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,5 +126,19 @@ mod tests {
         assert_eq!(round_up_gib(GIB), 1);
         assert_eq!(round_up_gib(GIB + 1), 2);
         assert_eq!(round_up_gib(10 * GIB), 10);
+    }
+
+    #[test]
+    fn zones_become_label_values() {
+        assert_eq!(topology_value("nova"), "nova");
+        assert_eq!(topology_value("-az_1.-"), "az_1");
+        assert_eq!(topology_value("a b"), "a-b");
+        assert_eq!(topology_value("zone 1"), "zone-1");
+        assert_eq!(topology_value("dc1:rack2"), "dc1-rack2");
+        assert_eq!(topology_value("zone-ü"), "zone");
+        assert_eq!(topology_value(&"x".repeat(80)).len(), 63);
+        assert_eq!(topology_value("___"), "");
+        let long = format!("{}-{}", "a".repeat(62), "b");
+        assert_eq!(topology_value(&long), "a".repeat(62));
     }
 }

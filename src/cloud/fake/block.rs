@@ -318,6 +318,12 @@ impl BlockStorage for FakeCloud {
         .await
     }
 
+    async fn availability_zones(&self) -> CloudResult<Vec<String>> {
+        let mut s = self.lock();
+        s.enter(Op::AvailabilityZones)?;
+        Ok(s.zones.clone())
+    }
+
     async fn capacity(
         &self,
         availability_zone: Option<&str>,

@@ -54,6 +54,7 @@ pub enum Op {
     ListBackups,
     DeleteBackup,
     WaitBackup,
+    AvailabilityZones,
     Capacity,
     GetServer,
     AttachVolume,
@@ -211,7 +212,8 @@ impl FakeCloud {
         self.lock().default_az = az.to_string();
     }
 
-    /// Availability zones that exist; creating in another is rejected (400).
+    /// Availability zones that exist (what `availability_zones` lists); creating in another is
+    /// rejected (400).
     pub fn set_zones(&self, zones: &[&str]) {
         self.lock().zones = zones.iter().map(|z| z.to_string()).collect();
     }

@@ -145,6 +145,10 @@ impl BlockStorage for LocalCloud {
         waits::wait_backup(&self.inner, id, until, deadline).await
     }
 
+    async fn availability_zones(&self) -> CloudResult<Vec<String>> {
+        Ok(vec![records::ZONE.to_string()])
+    }
+
     async fn capacity(
         &self,
         availability_zone: Option<&str>,

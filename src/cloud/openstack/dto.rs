@@ -354,6 +354,20 @@ impl QuotaSetEnvelope {
     }
 }
 
+/// `os-availability-zone`: Cinder's availability zones (`zoneState` is not needed: an
+/// unavailable zone is still the name a volume is created in).
+#[derive(Debug, Deserialize)]
+pub struct AvailabilityZoneList {
+    #[serde(rename = "availabilityZoneInfo")]
+    pub zones: Vec<AvailabilityZoneDto>,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct AvailabilityZoneDto {
+    #[serde(rename = "zoneName")]
+    pub name: String,
+}
+
 /// A Cinder user message (why a volume went to `error`).
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 pub struct MessageDto {

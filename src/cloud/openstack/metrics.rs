@@ -68,6 +68,7 @@ ops! {
     BackupList => ("backup_list", Cinder),
     BackupDelete => ("backup_delete", Cinder),
     QuotaGet => ("quota_get", Cinder),
+    AvailabilityZoneList => ("availability_zone_list", Cinder),
     NovaVersions => ("nova_versions", Nova),
     ServerGet => ("server_get", Nova),
     /// `volume_attach`/`volume_detach`: upstream's labels for the Nova calls.

@@ -4,7 +4,7 @@
 //!
 //! Files by resource: `keystone`/`auth`/`catalog` (tokens), `http`/`api`/`errors` (requests),
 //! `microversion`, `dto` (wire formats), `volumes`, `snapshots`, `backups`, `volume_types`,
-//! `quota`, `servers` (Nova), `watcher`, `metrics`.
+//! `quota`, `zones` (availability zones), `servers` (Nova), `watcher`, `metrics`.
 
 mod api;
 mod auth;
@@ -25,6 +25,7 @@ mod snapshots;
 mod volume_types;
 mod volumes;
 mod watcher;
+mod zones;
 
 #[cfg(test)]
 mod testserver;
@@ -249,6 +250,10 @@ impl BlockStorage for OpenStack {
         deadline: Instant,
     ) -> CloudResult<Backup> {
         self.wait_backup_impl(id, until, deadline).await
+    }
+
+    async fn availability_zones(&self) -> CloudResult<Vec<String>> {
+        self.availability_zones_impl().await
     }
 
     async fn capacity(

@@ -366,6 +366,13 @@ async fn handle(
             s.scripts.insert(id, VecDeque::from([step("available")]));
             reply(202, &[], json!({"volume": v}))
         }
+        (Method::GET, ["cinder", "v3", "os-availability-zone"]) => reply(
+            200,
+            &[],
+            json!({"availabilityZoneInfo": [
+                {"zoneState": {"available": true}, "zoneName": "nova"},
+                {"zoneState": {"available": false}, "zoneName": "zone 1"}]}),
+        ),
         (Method::GET, ["cinder", "v3", "messages"]) => reply(
             200,
             &[],

@@ -4,6 +4,7 @@
 use super::capabilities::{unsupported_capability, wants_multi_node};
 use super::{CapacityInfo, Controller, GetCapacity};
 use crate::cloud::{Cloud, GIB};
+use crate::driver::types::topology_value;
 use crate::driver::{Error, Result};
 
 /// Cinder's smallest volume: the `minimum_volume_size` we report.
@@ -47,18 +48,20 @@ impl Controller {
                 return Ok(none);
             }
         }
-        // Topology zones are Cinder AZs unless ignore-volume-az says they are not.
+        // Topology zones are Cinder AZs in label form, unless ignore-volume-az says they are
+        // not AZs at all.
         let zone = req
             .zone
             .as_deref()
             .filter(|_| self.opts.with_topology && !self.opts.ignore_volume_az);
         let az = match (req.params.availability.as_deref(), zone) {
             // `availability` pins the AZ; volumes of this class never land in another zone.
-            (Some(a), Some(z)) if a != z => return Ok(none),
-            (Some(a), _) => Some(a),
-            (None, z) => z,
+            (Some(a), Some(z)) if topology_value(a) != z => return Ok(none),
+            (Some(a), _) => Some(a.to_string()),
+            (None, Some(z)) => Some(self.cinder_zone(cloud, z).await?),
+            (None, None) => None,
         };
-        let cap = cloud.storage.capacity(az, volume_type).await?;
+        let cap = cloud.storage.capacity(az.as_deref(), volume_type).await?;
         Ok(CapacityInfo {
             available_bytes: cap.available_bytes.unwrap_or(i64::MAX as u64),
             maximum_volume_bytes: cap.maximum_volume_bytes,

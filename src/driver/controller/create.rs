@@ -139,6 +139,7 @@ impl Controller {
             }
         };
         let size_gib = size_for(req.capacity, source_gib)?;
+        let availability_zone = self.pick_zone(cloud, req).await?;
         let mut metadata: BTreeMap<String, String> = req.params.k8s_metadata.clone();
         metadata.insert(CLUSTER_KEY.to_string(), self.opts.cluster.clone());
         if let Some(src) = &source {
@@ -149,7 +150,7 @@ impl Controller {
             size_gib,
             description: Some(VOLUME_DESCRIPTION.to_string()),
             volume_type: volume_type.clone(),
-            availability_zone: self.pick_zone(req),
+            availability_zone,
             metadata,
             source,
             scheduler_hints: Default::default(),
@@ -177,21 +178,26 @@ impl Controller {
             })
     }
 
-    /// AZ precedence (upstream's): `availability`, then with topology the first preferred and
-    /// then the first requisite zone; otherwise Cinder's default.
-    fn pick_zone(&self, req: &CreateVolume) -> Option<String> {
+    /// AZ precedence (upstream's): `availability` (a Cinder name), then with topology the
+    /// first preferred and then the first requisite zone (label forms, mapped back to the
+    /// Cinder name); otherwise Cinder's default.
+    async fn pick_zone(&self, cloud: &Cloud, req: &CreateVolume) -> Result<Option<String>> {
         if let Some(az) = &req.params.availability {
-            return Some(az.clone());
+            return Ok(Some(az.clone()));
         }
         if !self.opts.with_topology {
-            return None;
+            return Ok(None);
         }
-        req.topology
+        let value = req
+            .topology
             .preferred
             .iter()
             .chain(req.topology.requisite.iter())
-            .find_map(zone_of)
-            .map(str::to_string)
+            .find_map(zone_of);
+        match value {
+            Some(v) => Ok(Some(self.cinder_zone(cloud, v).await?)),
+            None => Ok(None),
+        }
     }
 
     pub(super) async fn resolve_type(&self, cloud: &Cloud, name_or_id: &str) -> Result<VolumeType> {

@@ -10,7 +10,7 @@ use super::capabilities::unsupported_capability;
 use super::params::{CLUSTER_KEY, CONTENT_SOURCE_KEY};
 use super::{ContentSource, Controller, CreateVolume};
 use crate::cloud::{Cloud, PageRequest, Volume, VolumeFilter, VolumeSource, VolumeStatus};
-use crate::driver::types::{Topology, ZONE_TOPOLOGY_KEY};
+use crate::driver::types::{topology_value, Topology, ZONE_TOPOLOGY_KEY};
 use crate::driver::{Error, Result};
 
 /// The metadata value recording a volume's source (see [`CONTENT_SOURCE_KEY`]).
@@ -158,10 +158,13 @@ impl Controller {
             }
         }
         if self.opts.with_topology && req.params.availability.is_none() {
+            // Requisite zones are label forms (as the nodes report them); compare like with like.
             let zones: Vec<&str> = req.topology.requisite.iter().filter_map(zone_of).collect();
-            if !zones.is_empty() && !zones.contains(&v.availability_zone.as_str()) {
+            let have = topology_value(&v.availability_zone);
+            if !zones.is_empty() && !zones.contains(&have.as_str()) {
                 return Err(exists(format!(
-                    "its availability zone {:?} is not among the requisite zones {zones:?}",
+                    "its availability zone {:?} (topology {have:?}) is not among the requisite \
+                     zones {zones:?}",
                     v.availability_zone
                 )));
             }

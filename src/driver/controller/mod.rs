@@ -23,6 +23,7 @@ mod snapshot_list;
 mod snapshots;
 pub mod tokens;
 pub mod waits;
+mod zones;
 
 #[cfg(test)]
 mod tests;
@@ -31,7 +32,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Mutex;
 
 use crate::cloud::{Cloud, CloudError, Clouds, MigrationPolicy, Resource, Volume};
-use crate::driver::types::{Topology, ZONE_TOPOLOGY_KEY};
+use crate::driver::types::{topology_value, Topology, ZONE_TOPOLOGY_KEY};
 use crate::driver::{Error, InFlight, InFlightGuard, Result};
 
 pub use capabilities::unsupported_capability;
@@ -73,11 +74,14 @@ pub struct Controller {
     inflight: InFlight,
     /// Backups whose temporary snapshot is known to be gone, so listings do not look again.
     cleaned_backups: Mutex<HashSet<String>>,
+    /// Each cloud's availability zones, to map topology values back to Cinder names.
+    zones: zones::ZoneCache,
 }
 
 impl Controller {
     pub fn new(clouds: Clouds, opts: ControllerOptions) -> Self {
         Self {
+            zones: zones::ZoneCache::new(&clouds),
             clouds,
             opts,
             inflight: InFlight::new(),
@@ -132,15 +136,15 @@ impl Controller {
         })
     }
 
-    /// Accessible topology of a volume in `az` (empty without `--with-topology`).
+    /// Accessible topology of a volume in `az` (empty without `--with-topology`): the zone's
+    /// label form, as the nodes in that zone report it. A zone without one (no character a
+    /// label may hold) is no zone, as on the nodes.
     fn zone_topology(&self, az: &str) -> Vec<Topology> {
-        if !self.opts.with_topology || az.is_empty() {
+        let value = topology_value(az);
+        if !self.opts.with_topology || value.is_empty() {
             return Vec::new();
         }
-        vec![BTreeMap::from([(
-            ZONE_TOPOLOGY_KEY.to_string(),
-            az.to_string(),
-        )])]
+        vec![BTreeMap::from([(ZONE_TOPOLOGY_KEY.to_string(), value)])]
     }
 
     /// What CreateVolume, ListVolumes and ControllerGetVolume report for a volume. The volume

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use super::params::DEFAULT_FS;
 use super::{NodeCore, NodeInfo, NodeOptions};
 use crate::driver::probe::{NotReady, Readiness};
-use crate::driver::types::{Topology, ZONE_TOPOLOGY_KEY};
+use crate::driver::types::{topology_value, Topology, ZONE_TOPOLOGY_KEY};
 use crate::metadata::{InstanceMetadata, MetadataError};
 
 pub fn node_info(inst: &InstanceMetadata, opts: &NodeOptions) -> NodeInfo {
@@ -16,7 +16,7 @@ pub fn node_info(inst: &InstanceMetadata, opts: &NodeOptions) -> NodeInfo {
         if let Some(zone) = inst
             .availability_zone
             .as_deref()
-            .map(sanitize_label_value)
+            .map(topology_value)
             .filter(|z| !z.is_empty())
         {
             t.insert(ZONE_TOPOLOGY_KEY.to_string(), zone);
@@ -31,27 +31,6 @@ pub fn node_info(inst: &InstanceMetadata, opts: &NodeOptions) -> NodeInfo {
         max_volumes_per_node: opts.max_volumes_per_node,
         topology,
     }
-}
-
-/// A Kubernetes label value: at most 63 characters of `[A-Za-z0-9._-]`, starting and ending
-/// alphanumeric. Other characters become `-`. Nova AZ names are free text.
-pub fn sanitize_label_value(s: &str) -> String {
-    let mapped: String = s
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let trimmed = mapped.trim_matches(|c: char| !c.is_ascii_alphanumeric());
-    let mut out: String = trimmed.chars().take(63).collect();
-    while out.ends_with(|c: char| !c.is_ascii_alphanumeric()) {
-        out.pop();
-    }
-    out
 }
 
 /// The node is ready when its identity resolves and the tools for the default filesystem are

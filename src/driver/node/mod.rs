@@ -28,7 +28,7 @@ use crate::host::Host;
 use crate::metadata::{InstanceMetadata, Metadata};
 
 pub use block::STAGED_DEVICE;
-pub use info::{sanitize_label_value, NodeReadiness};
+pub use info::NodeReadiness;
 pub use params::Access;
 
 /// How long stage and expand wait for a volume's disk to appear under the by-id directory

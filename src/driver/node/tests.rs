@@ -790,17 +790,6 @@ async fn info_is_cached_and_topology_sanitised() {
     assert_eq!(topo.get("topology.kubernetes.io/region").unwrap(), "r1");
 }
 
-#[test]
-fn label_values_are_sanitised() {
-    assert_eq!(sanitize_label_value("nova"), "nova");
-    assert_eq!(sanitize_label_value("-az_1.-"), "az_1");
-    assert_eq!(sanitize_label_value("a b"), "a-b");
-    assert_eq!(sanitize_label_value(&"x".repeat(80)).len(), 63);
-    assert_eq!(sanitize_label_value("___"), "");
-    let long = format!("{}-{}", "a".repeat(62), "b");
-    assert_eq!(sanitize_label_value(&long), "a".repeat(62));
-}
-
 #[tokio::test]
 async fn readiness_needs_the_default_fs_tools() {
     use crate::driver::probe::Readiness;

@@ -10,6 +10,7 @@ mod list;
 mod modify;
 mod publish;
 mod snapshots;
+mod zones;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

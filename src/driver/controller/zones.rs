@@ -1,0 +1,162 @@
+//! Topology zone values back to Cinder availability zones. Nodes report their AZ as a label
+//! value ([`topology_value`]: "zone 1" becomes `zone-1`), so a zone that comes from topology
+//! (CreateVolume's preferred/requisite, GetCapacity's accessible_topology) is not always a
+//! name Cinder knows. The controller lists the cloud's AZs (cached per cloud) and takes the
+//! one whose label form is the value. The `availability` StorageClass parameter is a Cinder
+//! name already and is never mapped.
+//!
+//! Only RPCs that carry a topology zone look here, so a cloud is never asked for its zones
+//! when topology is not in play.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use tokio::sync::Mutex;
+use tokio::time::Instant;
+
+use super::Controller;
+use crate::cloud::{Cloud, Clouds};
+use crate::driver::types::topology_value;
+use crate::driver::{Error, Result};
+
+/// A value the cached list cannot place refreshes the list, at most this often: a new AZ is
+/// learnt within a minute without one zone list per RPC.
+pub const ZONE_REFRESH: Duration = Duration::from_secs(60);
+
+/// The zones of one cloud as last listed.
+#[derive(Default)]
+struct Known {
+    zones: Vec<String>,
+    /// When the list was last asked for (also when that failed); `None` = never.
+    listed_at: Option<Instant>,
+}
+
+/// Per cloud, behind an async lock so concurrent RPCs that need the list wait for one
+/// request instead of each making their own.
+pub(super) struct ZoneCache {
+    by_cloud: HashMap<String, Mutex<Known>>,
+}
+
+impl ZoneCache {
+    pub(super) fn new(clouds: &Clouds) -> Self {
+        Self {
+            by_cloud: clouds
+                .names()
+                .map(|n| (n.to_string(), Mutex::default()))
+                .collect(),
+        }
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Match {
+    Found(String),
+    Missing,
+    /// Several Cinder zones share the value's label form.
+    Ambiguous(Vec<String>),
+}
+
+/// The Cinder zone whose label form is `value`. A zone named exactly `value` does not settle
+/// it when another zone has the same label form: nodes in either zone report that value, so
+/// it does not say which one is meant.
+fn match_zone(zones: &[String], value: &str) -> Match {
+    let mut same: Vec<&String> = zones
+        .iter()
+        // An empty value is no label form: zones that have none do not answer to it.
+        .filter(|z| *z == value || (!value.is_empty() && topology_value(z) == value))
+        .collect();
+    same.sort();
+    same.dedup();
+    match same.as_slice() {
+        [] => Match::Missing,
+        [one] => Match::Found(one.to_string()),
+        many => Match::Ambiguous(many.iter().map(|z| z.to_string()).collect()),
+    }
+}
+
+impl Controller {
+    /// The Cinder AZ the topology zone `value` names. A value no Cinder zone matches goes to
+    /// Cinder unchanged (as before this mapping existed): Cinder's answer decides, e.g. with
+    /// `ignore-volume-az` the topology holds Nova zones that Cinder may fall back from.
+    pub(super) async fn cinder_zone(&self, cloud: &Cloud, value: &str) -> Result<String> {
+        let Some(cell) = self.zones.by_cloud.get(&cloud.name) else {
+            return Ok(value.to_string());
+        };
+        let mut known = cell.lock().await;
+        let mut found = match_zone(&known.zones, value);
+        // A cached match stands (Cinder answers for a zone that has gone since); a miss lists
+        // again unless the list is fresh.
+        let may_list = known
+            .listed_at
+            .is_none_or(|at| at.elapsed() >= ZONE_REFRESH);
+        if found == Match::Missing && may_list {
+            known.listed_at = Some(Instant::now());
+            match cloud.storage.availability_zones().await {
+                Ok(zones) => {
+                    tracing::debug!(cloud = %cloud.name, ?zones, "listed the availability zones");
+                    known.zones = zones;
+                    found = match_zone(&known.zones, value);
+                }
+                Err(e) => tracing::warn!(
+                    cloud = %cloud.name, error = %e,
+                    "cannot list the availability zones; topology zones go to Cinder as they are"
+                ),
+            }
+        }
+        match found {
+            Match::Found(zone) => Ok(zone),
+            Match::Missing => {
+                tracing::info!(
+                    cloud = %cloud.name, zone = value, known = ?known.zones,
+                    "topology zone names no Cinder availability zone; passing it to Cinder as it is"
+                );
+                Ok(value.to_string())
+            }
+            Match::Ambiguous(zones) => Err(Error::precondition(format!(
+                "topology zone {value:?} is the label form of several Cinder availability \
+                 zones ({}), so it does not say which one is meant; rename the zones so their \
+                 label forms differ, or pin the zone with the StorageClass parameter \
+                 \"availability\"",
+                zones
+                    .iter()
+                    .map(|z| format!("{z:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zones(z: &[&str]) -> Vec<String> {
+        z.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn exact_or_unique_label_form() {
+        let z = zones(&["nova", "zone 1", "dc1:rack2"]);
+        assert_eq!(match_zone(&z, "nova"), Match::Found("nova".into()));
+        assert_eq!(match_zone(&z, "zone-1"), Match::Found("zone 1".into()));
+        assert_eq!(
+            match_zone(&z, "dc1-rack2"),
+            Match::Found("dc1:rack2".into())
+        );
+        assert_eq!(match_zone(&z, "zone 1"), Match::Found("zone 1".into()));
+        assert_eq!(match_zone(&z, "az9"), Match::Missing);
+        assert_eq!(match_zone(&[], "nova"), Match::Missing);
+        assert_eq!(match_zone(&zones(&["nova", "---"]), ""), Match::Missing);
+    }
+
+    #[test]
+    fn shared_label_forms_are_ambiguous() {
+        let z = zones(&["zone 1", "zone:1", "zone-1", "nova"]);
+        assert_eq!(
+            match_zone(&z, "zone-1"),
+            Match::Ambiguous(zones(&["zone 1", "zone-1", "zone:1"]))
+        );
+        assert_eq!(match_zone(&z, "nova"), Match::Found("nova".into()));
+    }
+}
