@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use tonic::transport::Channel;
 
+// Shared with tests/common and tests/openstack_support; a test may include both.
+#[allow(clippy::duplicate_mod)]
 #[path = "../die_with_parent/mod.rs"]
 mod die_with_parent;
 pub use die_with_parent::DieWithParent;

@@ -16,6 +16,8 @@ use cinder_csi::csi::pb;
 use serde_json::Value;
 use tonic::transport::{Channel, Endpoint, Uri};
 
+// Shared with tests/common and tests/openstack_support; a test may include both.
+#[allow(clippy::duplicate_mod)]
 #[path = "../die_with_parent/mod.rs"]
 mod die_with_parent;
 pub use die_with_parent::DieWithParent;
