@@ -28,7 +28,10 @@ pub async fn build_client(opts: &OpenStackOptions) -> Result<reqwest::Client, St
     let material = tokio::task::spawn_blocking(move || read_tls_files(&tls))
         .await
         .map_err(|e| format!("reading TLS files: {e}"))??;
+    // `no_proxy()` first: reqwest's own environment lookup (which also honours ALL_PROXY, for
+    // loopback too) is off; only the proxies from `opts.proxy`, added below, are used.
     let mut b = reqwest::Client::builder()
+        .no_proxy()
         .user_agent(user_agent())
         .connect_timeout(opts.connect_timeout)
         .timeout(opts.request_timeout)
