@@ -153,10 +153,13 @@ got=$(run "$image" --version)
 echo "  --version: $got"
 # Upstream manifests: `args: [/bin/cinder-csi-plugin, --endpoint=...]` reach the entrypoint
 # as arguments; `command: [/bin/cinder-csi-plugin]` replaces it.
-run "$image" /bin/cinder-csi-plugin --help | grep -q -- '--endpoint' \
-    || { echo "args: [/bin/cinder-csi-plugin, --help] did not print the help" >&2; exit 1; }
-run --entrypoint /bin/cinder-csi-plugin "$image" --help | grep -q -- '--endpoint' \
-    || { echo "command: [/bin/cinder-csi-plugin] --help did not print the help" >&2; exit 1; }
+# (Output captured first: `| grep -q` would close the pipe early and fail under pipefail.)
+out=$(run "$image" /bin/cinder-csi-plugin --help)
+[[ $out == *--endpoint* ]] \
+    || { echo "args: [/bin/cinder-csi-plugin, --help] did not print the help: $out" >&2; exit 1; }
+out=$(run --entrypoint /bin/cinder-csi-plugin "$image" --help)
+[[ $out == *--endpoint* ]] \
+    || { echo "command: [/bin/cinder-csi-plugin] --help did not print the help: $out" >&2; exit 1; }
 # Bad flags still fail (the dropped first argument hides nothing else).
 rc=0
 run "$image" /bin/cinder-csi-plugin --no-such-flag >/dev/null 2>&1 || rc=$?
