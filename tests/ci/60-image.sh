@@ -8,7 +8,9 @@
 # podman/buildah settings follow shared/reference/tooling.md §3 (runc + cgroupfs + lowered
 # ulimits; crun cannot run on this host's hybrid cgroups), given through env vars so /etc is
 # untouched. All storage (vfs) and podman's run state live in one private temp dir, removed by
-# the trap even on failure; no other user's images or containers are seen or touched.
+# the trap even on failure; no other user's images or containers are seen or touched. The two
+# things podman/buildah put elsewhere whatever the config (/var/lib/containers/cache and empty
+# libpod_parent cgroups) are removed too when this stage made them.
 # The base is rebuilt each run (debootstrap takes ~30-45 s here, not worth a cache).
 # Knobs: IMAGE_DEBIAN_MIRROR (default: the bookworm mirror in /etc/apt/sources.list{,.d}),
 # IMAGE_PREBUILT=1 (use target/release/cinder-csi as it is, no cargo build),
@@ -58,8 +60,12 @@ done
 
 had_var_lib=0
 [[ -e /var/lib/containers ]] && had_var_lib=1
+had_cgroup=0
+compgen -G '/sys/fs/cgroup/*/libpod_parent' >/dev/null && had_cgroup=1
 tmp=$(mktemp -d /var/tmp/cinder-csi-image.XXXXXX)
 image=localhost/cinder-csi:ci-$$
+export CONTAINERS_CONF=$tmp/containers.conf CONTAINERS_STORAGE_CONF=$tmp/storage.conf \
+    BUILDAH_ISOLATION=chroot
 base=docker.io/library/debian:bookworm-slim
 
 # Loop devices whose backing file is under $tmp (the demo's, if it died mid-way).
@@ -92,6 +98,13 @@ cleanup() {
         rm -f /var/lib/containers/cache/blob-info-cache-v1.boltdb
         rmdir /var/lib/containers/cache /var/lib/containers 2>/dev/null
     fi
+    # podman's cgroupfs manager leaves empty libpod_parent{,/conmon} cgroups; rmdir (which
+    # refuses a cgroup with tasks or children) those this stage created.
+    if ((!had_cgroup)); then
+        for m in /sys/fs/cgroup/*/libpod_parent; do
+            [[ -d $m ]] && rmdir "$m/conmon" "$m" 2>/dev/null
+        done
+    fi
     exit "$rc"
 }
 trap cleanup EXIT
@@ -112,8 +125,6 @@ driver = "vfs"
 runroot = "$tmp/run"
 graphroot = "$tmp/graph"
 EOF
-export CONTAINERS_CONF=$tmp/containers.conf CONTAINERS_STORAGE_CONF=$tmp/storage.conf \
-    BUILDAH_ISOLATION=chroot
 
 bin=target/release/cinder-csi
 if [[ ${IMAGE_PREBUILT:-} == 1 && -x $bin ]]; then
