@@ -33,24 +33,38 @@ def daemons():
     return '; '.join(done) if done else 'none running'
 
 
-def _fingerprint():
+def _fingerprint(s):
+    """What the venv was made from: the pins and the interpreter (a venv of another Python,
+    e.g. pyenv's, must not be reused)."""
     h = hashlib.sha256()
     for name in ('requirements.txt', 'constraints.txt'):
         h.update((HERE / name).read_bytes())
+    version = subprocess.run([s.python, '-c', 'import sys; print(sys.version)'], check=True,
+                             capture_output=True, text=True).stdout
+    h.update(os.path.realpath(shutil.which(s.python) or s.python).encode())
+    h.update(version.encode())
     return h.hexdigest()
 
 
 def venv(s):
     marker = s.venv / '.ostack-installed'
-    want = _fingerprint()
+    want = _fingerprint(s)
     if marker.exists() and marker.read_text().strip() == want:
         return 'already installed'
-    if not (s.venv / 'bin' / 'python').exists():
-        shutil.rmtree(s.venv, ignore_errors=True)
-        subprocess.run([s.python, '-m', 'venv', str(s.venv)], check=True)
-    subprocess.run([str(s.bin('pip')), 'install', '-q', '--disable-pip-version-check',
-                    '-r', str(HERE / 'requirements.txt'), '-c', str(HERE / 'constraints.txt')],
-                   check=True)
+    # From scratch: installing over a venv of other pins or another interpreter leaves a mix.
+    # Only a venv this harness made (its marker) or one in its state dir is ever removed.
+    if s.venv.exists() and not marker.exists() and s.state not in s.venv.parents:
+        raise SystemExit(f'ostack: {s.venv} exists but was not made by ostack; remove it or '
+                         'point OSTACK_VENV elsewhere')
+    shutil.rmtree(s.venv, ignore_errors=True)
+    subprocess.run([s.python, '-m', 'venv', str(s.venv)], check=True)
+    pip = [str(s.bin('pip')), 'install', '-q', '--disable-pip-version-check',
+           '-c', str(HERE / 'constraints.txt')]
+    # uWSGI embeds the interpreter it is compiled against, and pip's wheel cache keys it by
+    # Python tag only (cp311): a wheel built by another cp311 (pyenv's) loads the wrong
+    # stdlib (`No module named '_socket'`). Always compile it for this venv.
+    subprocess.run(pip + ['--no-cache-dir', 'uWSGI'], check=True)
+    subprocess.run(pip + ['-r', str(HERE / 'requirements.txt')], check=True)
     marker.write_text(want + '\n')
     return 'installed'
 
