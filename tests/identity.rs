@@ -5,7 +5,7 @@ mod common;
 use cinder_csi::csi::pb::identity_client::IdentityClient;
 use cinder_csi::csi::pb::plugin_capability::{self, service};
 use cinder_csi::csi::pb::{GetPluginCapabilitiesRequest, GetPluginInfoRequest, ProbeRequest};
-use common::{DieWithParent, Driver};
+use common::{http_get, DieWithParent, Driver};
 
 fn node_args(dir: &std::path::Path) -> Vec<String> {
     vec![
@@ -93,25 +93,6 @@ async fn custom_driver_name_and_no_topology() {
         .into_inner()
         .capabilities;
     assert!(!services(&caps).contains(&service::Type::VolumeAccessibilityConstraints));
-}
-
-fn http_get(port: u16, path: &str) -> (u16, String) {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let code = text[9..12].parse().unwrap();
-    let body = text
-        .split("\r\n\r\n")
-        .nth(1)
-        .unwrap_or_default()
-        .to_string();
-    (code, body)
 }
 
 #[tokio::test]

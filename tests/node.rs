@@ -10,7 +10,7 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
 use std::time::Duration;
 
-use blockdev::{is_mounted, run, NodeEnv};
+use blockdev::{is_mounted, publish_req, run, stage_req, unpublish_req, unstage_req, NodeEnv};
 use cinder_csi::csi::pb::node_client::NodeClient;
 use cinder_csi::csi::pb::volume_capability::access_mode::Mode;
 use cinder_csi::csi::pb::volume_capability::{AccessMode, AccessType, BlockVolume, MountVolume};
@@ -43,45 +43,6 @@ fn block_cap() -> VolumeCapability {
         access_mode: Some(AccessMode {
             mode: Mode::SingleNodeWriter as i32,
         }),
-    }
-}
-
-fn stage_req(env: &NodeEnv, id: &str, cap: VolumeCapability) -> NodeStageVolumeRequest {
-    NodeStageVolumeRequest {
-        volume_id: id.into(),
-        staging_target_path: env.staging(id).display().to_string(),
-        volume_capability: Some(cap),
-        ..Default::default()
-    }
-}
-
-fn publish_req(
-    env: &NodeEnv,
-    id: &str,
-    cap: VolumeCapability,
-    ro: bool,
-) -> NodePublishVolumeRequest {
-    NodePublishVolumeRequest {
-        volume_id: id.into(),
-        staging_target_path: env.staging(id).display().to_string(),
-        target_path: env.target(id).display().to_string(),
-        volume_capability: Some(cap),
-        readonly: ro,
-        ..Default::default()
-    }
-}
-
-fn unpublish_req(env: &NodeEnv, id: &str) -> NodeUnpublishVolumeRequest {
-    NodeUnpublishVolumeRequest {
-        volume_id: id.into(),
-        target_path: env.target(id).display().to_string(),
-    }
-}
-
-fn unstage_req(env: &NodeEnv, id: &str) -> NodeUnstageVolumeRequest {
-    NodeUnstageVolumeRequest {
-        volume_id: id.into(),
-        staging_target_path: env.staging(id).display().to_string(),
     }
 }
 

@@ -13,7 +13,7 @@ use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use blockdev::{is_mounted, run, NodeEnv};
+use blockdev::{is_mounted, publish_req, run, stage_req, unpublish_req, unstage_req, NodeEnv};
 use cinder_csi::csi::pb::node_client::NodeClient;
 use cinder_csi::csi::pb::volume_capability::access_mode::Mode;
 use cinder_csi::csi::pb::volume_capability::{AccessMode, AccessType, MountVolume};
@@ -37,45 +37,6 @@ fn cap(fs: &str, mode: Mode, flags: &[&str]) -> VolumeCapability {
             volume_mount_group: String::new(),
         })),
         access_mode: Some(AccessMode { mode: mode as i32 }),
-    }
-}
-
-fn stage_req(env: &NodeEnv, id: &str, cap: VolumeCapability) -> NodeStageVolumeRequest {
-    NodeStageVolumeRequest {
-        volume_id: id.into(),
-        staging_target_path: env.staging(id).display().to_string(),
-        volume_capability: Some(cap),
-        ..Default::default()
-    }
-}
-
-fn publish_req(
-    env: &NodeEnv,
-    id: &str,
-    cap: VolumeCapability,
-    ro: bool,
-) -> NodePublishVolumeRequest {
-    NodePublishVolumeRequest {
-        volume_id: id.into(),
-        staging_target_path: env.staging(id).display().to_string(),
-        target_path: env.target(id).display().to_string(),
-        volume_capability: Some(cap),
-        readonly: ro,
-        ..Default::default()
-    }
-}
-
-fn unpublish_req(env: &NodeEnv, id: &str) -> NodeUnpublishVolumeRequest {
-    NodeUnpublishVolumeRequest {
-        volume_id: id.into(),
-        target_path: env.target(id).display().to_string(),
-    }
-}
-
-fn unstage_req(env: &NodeEnv, id: &str) -> NodeUnstageVolumeRequest {
-    NodeUnstageVolumeRequest {
-        volume_id: id.into(),
-        staging_target_path: env.staging(id).display().to_string(),
     }
 }
 

@@ -9,27 +9,8 @@ use std::time::{Duration, Instant};
 
 use cinder_csi::csi::pb::identity_client::IdentityClient;
 use cinder_csi::csi::pb::ProbeRequest;
-use common::Driver;
+use common::{http_get, Driver};
 use openstack_support::Cloud;
-
-fn http_get(port: u16, path: &str) -> (u16, String) {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let code = text[9..12].parse().unwrap();
-    let body = text
-        .split("\r\n\r\n")
-        .nth(1)
-        .unwrap_or_default()
-        .to_string();
-    (code, body)
-}
 
 #[tokio::test]
 async fn controller_reports_the_real_cloud_reachable() {

@@ -10,6 +10,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::common::Driver;
+use cinder_csi::csi::pb::{
+    NodePublishVolumeRequest, NodeStageVolumeRequest, NodeUnpublishVolumeRequest,
+    NodeUnstageVolumeRequest, VolumeCapability,
+};
 
 /// Tests that need root fail loudly without it.
 pub fn require_root() {
@@ -223,5 +227,46 @@ impl Drop for NodeEnv {
         }
         self.loops.clear();
         drop(self.root.take());
+    }
+}
+
+// The Node RPC requests for volume `id` at this environment's staging and target paths.
+
+pub fn stage_req(env: &NodeEnv, id: &str, cap: VolumeCapability) -> NodeStageVolumeRequest {
+    NodeStageVolumeRequest {
+        volume_id: id.into(),
+        staging_target_path: env.staging(id).display().to_string(),
+        volume_capability: Some(cap),
+        ..Default::default()
+    }
+}
+
+pub fn publish_req(
+    env: &NodeEnv,
+    id: &str,
+    cap: VolumeCapability,
+    ro: bool,
+) -> NodePublishVolumeRequest {
+    NodePublishVolumeRequest {
+        volume_id: id.into(),
+        staging_target_path: env.staging(id).display().to_string(),
+        target_path: env.target(id).display().to_string(),
+        volume_capability: Some(cap),
+        readonly: ro,
+        ..Default::default()
+    }
+}
+
+pub fn unpublish_req(env: &NodeEnv, id: &str) -> NodeUnpublishVolumeRequest {
+    NodeUnpublishVolumeRequest {
+        volume_id: id.into(),
+        target_path: env.target(id).display().to_string(),
+    }
+}
+
+pub fn unstage_req(env: &NodeEnv, id: &str) -> NodeUnstageVolumeRequest {
+    NodeUnstageVolumeRequest {
+        volume_id: id.into(),
+        staging_target_path: env.staging(id).display().to_string(),
     }
 }
