@@ -217,18 +217,28 @@ async fn openstack_clouds(
     metrics: &Arc<Metrics>,
 ) -> Result<(Clouds, Arc<ApiMetrics>), AppError> {
     let api_metrics = Arc::new(ApiMetrics::with_observer(ApiToPrometheus(metrics.clone())));
-    // Upstream's Go transport honours HTTP(S)_PROXY / NO_PROXY; so do we.
-    let proxy = openstack::ProxyOptions::from_env(|k| std::env::var(k).ok());
     let mut clouds = Vec::new();
     for (name, global) in &plan.clouds {
-        let mut opts = openstack_options(global, &plan.config.block_storage);
-        opts.proxy = proxy.clone();
-        let os = OpenStack::new(name, &opts, api_metrics.clone())
-            .await
-            .map_err(AppError::Config)?;
+        let os = openstack_cloud(name, global, &plan.config.block_storage, &api_metrics).await?;
         clouds.push(os.into_cloud());
     }
     Ok((Clouds::new(clouds), api_metrics))
+}
+
+/// The adapter of one validated `[Global]` section, as the controller builds it (no request
+/// is made).
+pub async fn openstack_cloud(
+    name: &str,
+    global: &GlobalConfig,
+    bs: &BlockStorageConfig,
+    api_metrics: &Arc<ApiMetrics>,
+) -> Result<OpenStack, AppError> {
+    let mut opts = openstack_options(global, bs);
+    // Upstream's Go transport honours HTTP(S)_PROXY / NO_PROXY; so do we.
+    opts.proxy = openstack::ProxyOptions::from_env(|k| std::env::var(k).ok());
+    OpenStack::new(name, &opts, api_metrics.clone())
+        .await
+        .map_err(AppError::Config)
 }
 
 /// The clouds the controller serves, from the chosen backend and the validated `[Global]`
@@ -400,13 +410,22 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     .map_err(AppError::Runtime)
 }
 
-/// The node core on the Linux host. Disks are looked up under `--by-id-dir`, or under
-/// `<local-dir>/by-id` for the local backend (its attach makes `virtio-<id[:20]>` links there).
-fn node_core(args: &ServeArgs, config: &CloudConfig, metadata: Arc<dyn Metadata>) -> Arc<NodeCore> {
-    let by_id = match (args.backend, &args.local_dir) {
+/// Where the node looks up disks: `--by-id-dir`, or `<local-dir>/by-id` for the local
+/// backend (its attach makes `virtio-<id[:20]>` links there).
+pub fn by_id_dir(args: &ServeArgs) -> std::path::PathBuf {
+    match (args.backend, &args.local_dir) {
         (crate::cli::Backend::Local, Some(dir)) => dir.join("by-id"),
         _ => args.by_id_dir.clone(),
-    };
+    }
+}
+
+/// The node core on the Linux host, disks looked up under [`by_id_dir`].
+pub fn node_core(
+    args: &ServeArgs,
+    config: &CloudConfig,
+    metadata: Arc<dyn Metadata>,
+) -> Arc<NodeCore> {
+    let by_id = by_id_dir(args);
     let opts = NodeOptions {
         kubelet_dir: args.kubelet_dir.clone(),
         // Resolved once: a kubelet dir behind a symlink (e.g. to a data disk) appears

@@ -31,6 +31,9 @@ pub enum Command {
     Ctl(Box<crate::ctl::CtlArgs>),
     /// Run the driver's whole job end to end on the local backend (the quick start; root).
     Demo(crate::demo::DemoArgs),
+    /// Check what breaks deployments (tools, mounts, metadata, cloud.conf, Keystone, catalog,
+    /// microversions, quota, zones): one line each, exit status 1 on any FAIL.
+    Doctor(Box<crate::doctor::DoctorArgs>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -12,6 +12,7 @@ pub mod config;
 pub mod csi;
 pub mod ctl;
 pub mod demo;
+pub mod doctor;
 pub mod driver;
 pub mod host;
 pub mod http_endpoint;

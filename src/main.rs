@@ -23,10 +23,11 @@ fn main() -> ExitCode {
         Some(Command::Serve(args)) => serve(*args),
         Some(Command::Ctl(args)) => client(cinder_csi::ctl::run(*args)),
         Some(Command::Demo(args)) => client(cinder_csi::demo::run(args)),
+        Some(Command::Doctor(args)) => client(cinder_csi::doctor::run(*args)),
     }
 }
 
-/// Run a client subcommand (ctl, demo) to completion; it returns its exit status.
+/// Run a client subcommand (ctl, demo, doctor) to completion; it returns its exit status.
 fn client(fut: impl std::future::Future<Output = u8>) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

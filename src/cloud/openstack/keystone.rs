@@ -116,6 +116,11 @@ impl Keystone {
         }
     }
 
+    /// The auth method, user and project (for messages; never a secret).
+    pub fn description(&self) -> &str {
+        &self.method.description
+    }
+
     /// A service refused `stale` with 401: forget it (unless someone already replaced it).
     pub async fn invalidate(&self, stale: &Arc<Session>) {
         let mut st = self.state.lock().await;

@@ -4,12 +4,14 @@
 //!
 //! Files by resource: `keystone`/`auth`/`catalog` (tokens), `http`/`api`/`errors` (requests),
 //! `microversion`, `dto` (wire formats), `volumes`, `snapshots`, `backups`, `volume_types`,
-//! `quota`, `zones` (availability zones), `servers` (Nova), `watcher`, `metrics`.
+//! `quota`, `zones` (availability zones), `servers` (Nova), `watcher`, `metrics`, `diagnose`
+//! (what `cinder-csi doctor` asks).
 
 mod api;
 mod auth;
 mod backups;
 mod catalog;
+pub mod diagnose;
 mod dto;
 mod errors;
 mod http;
