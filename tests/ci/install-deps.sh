@@ -26,6 +26,19 @@ if ((${#missing[@]})); then
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# promtool (37-monitoring) from Debian's prometheus package, unpacked rather than installed:
+# installing it would start a Prometheus server (its postinst enables the service).
+if ! command -v promtool >/dev/null; then
+    echo "install-deps: unpacking promtool from Debian's prometheus package"
+    deb=$(mktemp -d)
+    (cd "$deb" && apt-get download prometheus >/dev/null 2>&1) || {
+        apt-get update -qq && (cd "$deb" && apt-get download prometheus >/dev/null)
+    }
+    dpkg-deb --fsys-tarfile "$deb"/prometheus_*.deb | tar -x -C "$deb" ./usr/bin/promtool
+    install -m 0755 "$deb/usr/bin/promtool" /usr/local/bin/promtool
+    rm -rf "$deb"
+fi
+
 # rustfmt and clippy (10-lint). Each is checked by running it; rustup can add them only where
 # its download host is reachable, so a failure there gets one clear message.
 for tool in fmt clippy; do
