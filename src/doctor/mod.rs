@@ -72,6 +72,16 @@ fn serve_args_of(pid: u32) -> Result<ServeArgs, String> {
         .filter(|a| !a.is_empty())
         .map(|a| String::from_utf8_lossy(a).into_owned())
         .collect();
+    let named = argv
+        .first()
+        .and_then(|a| Path::new(a).file_name())
+        .map(|n| n.to_string_lossy());
+    if !named.is_some_and(|n| n.starts_with("cinder-csi")) {
+        return Err(format!(
+            "PID {pid} ({}) is not a cinder-csi serve command line",
+            argv.join(" ")
+        ));
+    }
     let cli = <Cli as clap::Parser>::try_parse_from(crate::cli::normalize_argv(argv.clone()))
         .map_err(|e| {
             format!(
