@@ -114,6 +114,37 @@ async fn doctor_against_the_test_cloud() {
         (code, out)
     };
 
+    // Upstream's default search order on a cloud without config drives: the config drive is
+    // skipped, the metadata service answers, nothing fails.
+    let conf = conf_with(
+        &cloud,
+        tmp.path(),
+        "search-order",
+        "configDrive,metadataService",
+    );
+    let (code, out) = doctor(&[
+        "--mode",
+        "node",
+        "--cloud-config",
+        &conf,
+        "--by-id-dir",
+        cloud.node(2, "BY_ID_DIR"),
+        "--metadata-url",
+        cloud.node(2, "METADATA_URL"),
+        "--kubelet-dir",
+        &kubelet.path().display().to_string(),
+        "--endpoint",
+        &format!("unix://{}/none.sock", tmp.path().display()),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let cd = line(&out, "metadata configDrive");
+    assert!(
+        cd.starts_with("SKIP") && cd.contains("a later source answered"),
+        "{out}"
+    );
+    assert_eq!(status(&out, "metadata metadataService"), "OK", "{out}");
+    assert!(line(&out, "node id").contains(cloud.node(2, "ID")), "{out}");
+
     // The controller alone, checking node-2's server from there.
     let conf = cloud.var("OSTACK_CLOUD_CONF").to_string();
     let (code, out) = controller(&conf, &["--server", cloud.node(2, "ID")]);

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::report::Check;
+use super::report::{Check, Status};
 use crate::cli::{Backend, ServeArgs};
 use crate::driver::node::params::DEFAULT_FS;
 use crate::driver::node::{NodeCore, NodeInfo};
@@ -275,6 +275,17 @@ pub async fn metadata_sources(opts: &MetadataOptions, timeout: Duration) -> Vec<
             )),
         }
     }
+    // A source that failed before one answered costs only time (e.g. no config drive).
+    if answered {
+        for c in &mut out {
+            if c.status == Status::Warn {
+                *c = Check::skip(
+                    c.name.clone(),
+                    format!("not available ({}); a later source answered", c.detail),
+                );
+            }
+        }
+    }
     out
 }
 
@@ -353,7 +364,6 @@ pub fn topology(info: &NodeInfo, with_topology: bool) -> Check {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::doctor::report::Status;
     use crate::host::fake::FakeHost;
 
     const MOUNTINFO: &str = "\
