@@ -2,6 +2,7 @@
 # Alert rules and Grafana dashboard: promtool check + unit tests of every alert, every PromQL
 # expression checked against a real /metrics scrape of the driver, the chart's PrometheusRule
 # and dashboard ConfigMap rendered and validated, deploy/monitoring/ in sync with the chart.
+# time-bound-min: 15
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
