@@ -418,7 +418,7 @@ fn node_core(args: &ServeArgs, config: &CloudConfig, metadata: Arc<dyn Metadata>
         with_topology: args.with_topology,
         additional_topology: args.additional_topology.clone(),
     };
-    NodeCore::new(LinuxHost::host(by_id), metadata, opts)
+    NodeCore::new(LinuxHost::host(by_id, &args.kubelet_dir), metadata, opts)
 }
 
 #[cfg(test)]
