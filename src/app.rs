@@ -437,7 +437,7 @@ pub fn node_core(
         with_topology: args.with_topology,
         additional_topology: args.additional_topology.clone(),
     };
-    NodeCore::new(LinuxHost::host(by_id), metadata, opts)
+    NodeCore::new(LinuxHost::host(by_id, &args.kubelet_dir), metadata, opts)
 }
 
 #[cfg(test)]

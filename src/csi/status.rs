@@ -63,6 +63,9 @@ fn host_code(err: &HostError) -> Code {
         // says to check the attachment.
         HostError::DeviceNotFound { .. } => Code::NotFound,
         HostError::Unsupported(_) => Code::FailedPrecondition,
+        // A symlink or an escape below the kubelet dir, a name too long, options the kernel
+        // refuses: the request must change (CSI: INVALID_ARGUMENT for a bad field).
+        HostError::UnsafePath { .. } | HostError::InvalidInput { .. } => Code::InvalidArgument,
         // Non-final for kubelet: it retries.
         HostError::TimedOut { .. } => Code::Unavailable,
     }

@@ -10,6 +10,7 @@ mod types;
 #[cfg(any(test, feature = "test-support"))]
 pub mod fake;
 pub mod linux;
+pub mod options;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -59,6 +60,18 @@ pub enum HostError {
     },
     #[error("{0}")]
     Unsupported(String),
+    /// A path below the kubelet dir that leads through a symlink or out of it: the caller's
+    /// input, refused before anything was changed.
+    #[error("{} cannot be used: {reason}", path.display())]
+    UnsafePath { path: PathBuf, reason: String },
+    /// The kernel refused what the caller asked for (a name too long, mount options it does
+    /// not accept): fixing the request is what helps.
+    #[error("{op} {}: {detail}", path.display())]
+    InvalidInput {
+        op: &'static str,
+        path: PathBuf,
+        detail: String,
+    },
     /// A call into the kernel that talks to the device (a SCSI rescan) did not return within
     /// the RPC's deadline: the device may be hung. It goes on in the background.
     #[error("{op} {} did not finish within {:.1} s; the device may be hung; retry later", path.display(), waited.as_secs_f64())]
@@ -93,6 +106,14 @@ impl HostError {
             Some(libc_errno::ENOENT) => Self::NotFound {
                 path: path.to_path_buf(),
             },
+            Some(libc_errno::ENAMETOOLONG) => Self::InvalidInput {
+                op,
+                path: path.to_path_buf(),
+                detail: format!(
+                    "{source}: Linux paths are at most 4095 bytes and each name in them at \
+                     most 255; use a shorter path"
+                ),
+            },
             Some(libc_errno::EBUSY | libc_errno::ENOTEMPTY) => Self::Busy {
                 op,
                 path: path.to_path_buf(),
@@ -116,7 +137,9 @@ pub mod libc_errno {
     pub const EBUSY: i32 = 16;
     pub const EINVAL: i32 = 22;
     pub const EROFS: i32 = 30;
+    pub const ENAMETOOLONG: i32 = 36;
     pub const ENOTEMPTY: i32 = 39;
+    pub const ELOOP: i32 = 40;
     pub const ENOTCONN: i32 = 107;
     pub const ESTALE: i32 = 116;
 }

@@ -13,6 +13,8 @@ mod stats;
 mod tests;
 #[cfg(test)]
 mod tests_recovery;
+#[cfg(test)]
+mod tests_validation;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -261,7 +263,8 @@ impl NodeCore {
     /// must not fail the other's poll; hung threads stay bounded by the volume's paths.)
     pub async fn stats(&self, req: StatsRequest) -> Result<VolumeStats> {
         let id = params::volume_id(&req.volume_id)?;
-        let path = params::kubelet_path("volume_path", &req.volume_path, &self.opts.kubelet_dir)?;
+        let path =
+            params::volume_path(&id, "volume_path", &req.volume_path, &self.opts.kubelet_dir)?;
         let guard = self.stats_inflight.try_lock(stats_key(&id, &path))?;
         let host = self.host.clone();
         tokio::task::spawn_blocking(move || {
@@ -276,9 +279,10 @@ impl NodeCore {
     pub async fn expand(&self, req: ExpandRequest, deadline: Instant) -> Result<u64> {
         let id = params::volume_id(&req.volume_id)?;
         let mut path =
-            params::kubelet_path("volume_path", &req.volume_path, &self.opts.kubelet_dir)?;
+            params::volume_path(&id, "volume_path", &req.volume_path, &self.opts.kubelet_dir)?;
         if !req.staging_path.is_empty() {
-            path = params::kubelet_path(
+            path = params::volume_path(
+                &id,
                 "staging_target_path",
                 &req.staging_path,
                 &self.opts.kubelet_dir,

@@ -7,6 +7,7 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::driver::types::{AccessMode, AccessType, VolumeCapability};
 use crate::driver::{Error, Result};
+use crate::host::options::{self, OptionKind};
 use crate::host::{FormatOptions, FsKind};
 
 /// volume_context key set by the controller when a volume restored from a smaller snapshot
@@ -19,10 +20,24 @@ pub const NUMBER_OF_INODES: &str = "numberOfInodes";
 
 pub const DEFAULT_FS: FsKind = FsKind::Ext4;
 
-/// A path the CO gave us: absolute, inside the kubelet dir, with no `.`/`..` components.
+/// Linux's limits: PATH_MAX (with its NUL) and NAME_MAX.
+pub const PATH_MAX: usize = 4095;
+pub const NAME_MAX: usize = 255;
+
+/// A path the CO gave us: absolute, inside the kubelet dir, with no `.`/`..` components,
+/// within Linux's length limits. (That it leads through no symlink is checked where it is
+/// used: the host resolves it beneath the kubelet dir.)
 pub fn kubelet_path(field: &str, raw: &str, kubelet_dir: &Path) -> Result<PathBuf> {
     if raw.is_empty() {
         return Err(Error::invalid(format!("{field} is required")));
+    }
+    let longest = raw.split('/').map(str::len).max().unwrap_or(0);
+    if raw.len() > PATH_MAX || longest > NAME_MAX {
+        return Err(Error::invalid(format!(
+            "{field} is {} bytes long with a name of {longest} bytes: Linux paths are at most \
+             {PATH_MAX} bytes and each name in them at most {NAME_MAX}; use a shorter path",
+            raw.len()
+        )));
     }
     let path = PathBuf::from(raw);
     if !path.is_absolute() {
@@ -47,6 +62,26 @@ pub fn kubelet_path(field: &str, raw: &str, kubelet_dir: &Path) -> Result<PathBu
         )));
     }
     Ok(path)
+}
+
+/// The volume_path of NodeGetVolumeStats / NodeExpandVolume. A path where no volume of this
+/// driver can be (relative, or outside the kubelet dir) is NotFound, the spec's code for "the
+/// volume does not exist on volume_path" (csi-sanity sends `some/path`); a malformed one is
+/// still InvalidArgument.
+pub fn volume_path(volume_id: &str, field: &str, raw: &str, kubelet_dir: &Path) -> Result<PathBuf> {
+    let path = Path::new(raw);
+    if !raw.is_empty() && (!path.is_absolute() || !path.starts_with(kubelet_dir)) {
+        return Err(Error::VolumeNotAtPath {
+            id: volume_id.to_string(),
+            path: path.to_path_buf(),
+            reason: format!(
+                "volumes are staged and published only at absolute paths under the kubelet \
+                 directory {}",
+                kubelet_dir.display()
+            ),
+        });
+    }
+    kubelet_path(field, raw, kubelet_dir)
 }
 
 /// A volume id usable in device names: non-empty, no `/`, no control characters.
@@ -90,19 +125,67 @@ pub fn access(cap: &VolumeCapability) -> Result<Access> {
                 )));
             }
             let fs = fs_type_of(fs_type.as_deref())?;
-            for f in mount_flags.iter().flat_map(|f| f.split(',')) {
-                if matches!(f.trim(), "bind" | "rbind" | "remount" | "move") {
-                    return Err(Error::invalid(format!(
-                        "mount flag {f:?} is not allowed in volume_capability.mount.mount_flags"
-                    )));
-                }
-            }
+            check_mount_flags(fs, mount_flags)?;
             Ok(Access::Mount {
                 fs,
                 flags: mount_flags.clone(),
             })
         }
     }
+}
+
+/// Every mount flag must be one the driver knows for `fs` (see [`crate::host::options`]),
+/// at stage and at publish alike: publish's bind cannot pass filesystem options on, so an
+/// unknown one would otherwise be silently ignored there.
+pub fn check_mount_flags(fs: FsKind, flags: &[String]) -> Result<()> {
+    for f in flags.iter().flat_map(|f| split_options(f)) {
+        if f.chars().any(|c| c.is_control() || c.is_whitespace()) {
+            return Err(Error::invalid(format!(
+                "mount flag {f:?} in volume_capability.mount.mount_flags contains whitespace \
+                 or control characters; give each option as key or key=value"
+            )));
+        }
+        match options::classify(fs, f) {
+            OptionKind::Generic
+            | OptionKind::Userspace
+            | OptionKind::Security
+            | OptionKind::Filesystem => {}
+            OptionKind::NotAllowed => {
+                return Err(Error::invalid(format!(
+                    "mount flag {f:?} is not allowed in volume_capability.mount.mount_flags: \
+                     binds, moves, remounts, propagation and loop setup are done by the driver \
+                     itself; remove it from the StorageClass or PV mountOptions"
+                )))
+            }
+            OptionKind::Unknown => {
+                return Err(Error::invalid(format!(
+                    "mount flag {f:?} in volume_capability.mount.mount_flags is not a mount \
+                     option of {fs} (see mount(8) and {fs}'s own options) nor an SELinux \
+                     context option; fix or remove it in the StorageClass or PV mountOptions"
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Split a mount flag at commas, except inside double quotes (an SELinux `context="a,b"`
+/// holds commas); the pieces are trimmed, empty ones dropped.
+fn split_options(s: &str) -> impl Iterator<Item = &str> {
+    let mut parts = Vec::new();
+    let (mut start, mut quoted) = (0, false);
+    for (i, c) in s.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            ',' if !quoted => {
+                parts.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&s[start..]);
+    parts.into_iter().map(str::trim).filter(|p| !p.is_empty())
 }
 
 /// Whether the capability's mount flags ask for a read-only mount (`ro`, unless a later `rw`

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use super::block;
 use super::params::{self, Access};
-use super::stage::{block_device, unmount_broken, MAX_STACKED_MOUNTS};
+use super::stage::{block_device, unmount_broken, KubeletDir, MAX_STACKED_MOUNTS};
 use super::{NodeOptions, PublishRequest};
+use crate::driver::types::AccessMode;
 use crate::driver::{Error, Result};
 use crate::host::{FileKind, Host, HostError, PathInfo, PathState};
 
@@ -18,6 +19,9 @@ pub struct PublishPlan {
     pub target: PathBuf,
     pub access: Access,
     pub read_only: bool,
+    /// SINGLE_NODE_SINGLE_WRITER: one target path at a time.
+    pub single_writer: bool,
+    pub kubelet: KubeletDir,
 }
 
 impl PublishPlan {
@@ -52,6 +56,8 @@ impl PublishPlan {
             target,
             read_only,
             access,
+            single_writer: req.capability.access_mode == AccessMode::SingleNodeSingleWriter,
+            kubelet: KubeletDir::of(opts),
         })
     }
 }
@@ -77,7 +83,10 @@ fn publish_mount(host: &Host, p: &PublishPlan) -> Result<()> {
     };
     let target = &p.target;
     match host.mounter.inspect(target)? {
-        PathState::Missing => host.mounter.create_dir(target)?,
+        PathState::Missing => {
+            refuse_second_target(host, p, staging)?;
+            host.mounter.create_dir(target)?
+        }
         PathState::Broken { errno } => return Err(broken(target, errno)),
         PathState::Present(t) if t.mount_root => {
             if t.dev != staged.dev || t.ino != staged.ino {
@@ -94,10 +103,40 @@ fn publish_mount(host: &Host, p: &PublishPlan) -> Result<()> {
                 target.display()
             )))
         }
-        PathState::Present(_) => {}
+        PathState::Present(_) => refuse_second_target(host, p, staging)?,
     }
     host.mounter.bind(staging, target, p.read_only)?;
     Ok(())
+}
+
+/// CSI (NodePublishVolume, second publish on one node): SINGLE_NODE_SINGLE_WRITER at another
+/// target path → FAILED_PRECONDITION. `staged` is what publish binds (the staging mount, or
+/// the device bound at `<staging>/block`); another mount of it under the kubelet dir, outside
+/// the staging path, is a publish at another target. Only this mode reads the mount table.
+/// (SINGLE_NODE_WRITER is not refused: kubelets that predate SINGLE_NODE_MULTI_WRITER send
+/// it for every ReadWriteOnce volume, which pods on one node may share.)
+fn refuse_second_target(host: &Host, p: &PublishPlan, staged: &Path) -> Result<()> {
+    if !p.single_writer {
+        return Ok(());
+    }
+    let others: Vec<String> = host
+        .mounter
+        .mounts_sharing(staged)?
+        .into_iter()
+        .filter(|m| p.kubelet.holds(m) && !p.kubelet.same_or_below(m, &p.staging))
+        .filter(|m| !p.kubelet.same_or_below(m, &p.target))
+        .map(|m| m.display().to_string())
+        .collect();
+    if others.is_empty() {
+        return Ok(());
+    }
+    Err(Error::precondition(format!(
+        "volume {} has access mode SINGLE_NODE_SINGLE_WRITER and is already published at {}; \
+         unpublish it there before publishing it at {}",
+        p.volume_id,
+        others.join(", "),
+        p.target.display()
+    )))
 }
 
 /// Published before: same volume, so the read-only flag must match (statvfs ST_RDONLY of the
@@ -165,8 +204,12 @@ fn staged_device(host: &Host, p: &PublishPlan) -> Result<(PathBuf, PathInfo)> {
 fn publish_block(host: &Host, p: &PublishPlan) -> Result<()> {
     let (device, dev) = staged_device(host, p)?;
     let target = &p.target;
+    let staged = block::staged_file(&p.staging);
     match host.mounter.inspect(target)? {
-        PathState::Missing => host.mounter.create_file(target)?,
+        PathState::Missing => {
+            refuse_second_target(host, p, &staged)?;
+            host.mounter.create_file(target)?
+        }
         PathState::Broken { errno } => return Err(broken(target, errno)),
         PathState::Present(t) if t.mount_root => {
             return if t.kind == FileKind::Block && t.rdev == dev.rdev {
@@ -184,7 +227,7 @@ fn publish_block(host: &Host, p: &PublishPlan) -> Result<()> {
                 target.display()
             )))
         }
-        PathState::Present(_) => {}
+        PathState::Present(_) => refuse_second_target(host, p, &staged)?,
     }
     if let Err(e) = host.mounter.bind(&device, target, p.read_only) {
         // Leave nothing half-done behind: the file we may have created goes again.

@@ -332,13 +332,13 @@ impl KubeletDir {
     }
 
     /// `path` (given or resolved form) lies inside the kubelet dir.
-    fn holds(&self, path: &Path) -> bool {
+    pub fn holds(&self, path: &Path) -> bool {
         path.starts_with(&self.given) || self.resolved.as_ref().is_some_and(|r| path.starts_with(r))
     }
 
     /// `m` is `path` or below it, `path` being a path under the given kubelet dir and `m`
     /// in either form.
-    fn same_or_below(&self, m: &Path, path: &Path) -> bool {
+    pub fn same_or_below(&self, m: &Path, path: &Path) -> bool {
         let resolved = self
             .resolved
             .as_ref()

@@ -1,6 +1,7 @@
 //! The Linux adapter of the host port: mount(2)/umount2(2) (nix), statx (rustix), superblock
 //! probing by pread, block ioctls, and the filesystem tools as processes.
 
+pub mod beneath;
 pub mod devices;
 pub mod mountinfo;
 pub mod mounts;
@@ -11,27 +12,32 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use beneath::Beneath;
+
 use super::{
     Content, DevId, Devices, Filesystems, FormatOptions, FsKind, Host, HostError, HostResult,
     MountSpec, Mounter, PathState, Usage,
 };
 
 /// The real machine. `by_id_dir` is where disks appear by serial (`/dev/disk/by-id`; the
-/// local backend and tests use their own directory).
+/// local backend and tests use their own directory). Every path below `kubelet_dir` is
+/// resolved beneath it without following a symlink ([`beneath`]).
 pub struct LinuxHost {
     by_id_dir: PathBuf,
+    beneath: Beneath,
 }
 
 impl LinuxHost {
-    pub fn new(by_id_dir: impl Into<PathBuf>) -> Self {
+    pub fn new(by_id_dir: impl Into<PathBuf>, kubelet_dir: &Path) -> Self {
         Self {
             by_id_dir: by_id_dir.into(),
+            beneath: Beneath::new(kubelet_dir),
         }
     }
 
     /// The three roles backed by one `LinuxHost`.
-    pub fn host(by_id_dir: impl Into<PathBuf>) -> Host {
-        let h = Arc::new(Self::new(by_id_dir));
+    pub fn host(by_id_dir: impl Into<PathBuf>, kubelet_dir: &Path) -> Host {
+        let h = Arc::new(Self::new(by_id_dir, kubelet_dir));
         Host {
             mounter: h.clone(),
             devices: h.clone(),
@@ -42,19 +48,19 @@ impl LinuxHost {
 
 impl Mounter for LinuxHost {
     fn inspect(&self, path: &Path) -> HostResult<PathState> {
-        mounts::inspect(path)
+        mounts::inspect(&self.beneath, path)
     }
     fn mount(&self, device: &Path, target: &Path, spec: &MountSpec) -> HostResult<()> {
-        mounts::mount(device, target, spec)
+        mounts::mount(&self.beneath, device, target, spec)
     }
     fn bind(&self, source: &Path, target: &Path, read_only: bool) -> HostResult<()> {
-        mounts::bind(source, target, read_only)
+        mounts::bind(&self.beneath, source, target, read_only)
     }
     fn unmount(&self, target: &Path, lazy: bool) -> HostResult<()> {
-        mounts::unmount(target, lazy)
+        mounts::unmount(&self.beneath, target, lazy)
     }
     fn mounted_device(&self, path: &Path) -> HostResult<Option<PathBuf>> {
-        mounts::mounted_device(path)
+        mounts::mounted_device(&self.beneath, path)
     }
     fn mounts_sharing(&self, path: &Path) -> HostResult<Vec<PathBuf>> {
         mounts::sharing(path)
@@ -63,13 +69,13 @@ impl Mounter for LinuxHost {
         mounts::read_only_after_errors(path)
     }
     fn create_dir(&self, path: &Path) -> HostResult<()> {
-        mounts::create_dir(path)
+        mounts::create_dir(&self.beneath, path)
     }
     fn create_file(&self, path: &Path) -> HostResult<()> {
-        mounts::create_file(path)
+        mounts::create_file(&self.beneath, path)
     }
     fn remove(&self, path: &Path) -> HostResult<()> {
-        mounts::remove(path)
+        mounts::remove(&self.beneath, path)
     }
 }
 
@@ -111,7 +117,9 @@ impl Filesystems for LinuxHost {
         tools::grow_online(device, mount_point, fs)
     }
     fn usage(&self, path: &Path) -> HostResult<Usage> {
-        let s = nix::sys::statvfs::statvfs(path).map_err(|e| {
+        // Of the descriptor resolved beneath the kubelet dir (never through a symlink).
+        let fd = self.beneath.open(path, rustix::fs::OFlags::PATH)?;
+        let s = nix::sys::statvfs::fstatvfs(&fd).map_err(|e| {
             HostError::io("statvfs", path, std::io::Error::from_raw_os_error(e as i32))
         })?;
         let frsize = s.fragment_size();

@@ -1,15 +1,16 @@
 //! Mounts with mount(2)/umount2(2) and path-local checks with one statx each; never a
 //! process, and /proc/self/mountinfo only where the mounted source must be known.
 
-use std::fs::OpenOptions;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
 use nix::mount::{MntFlags, MsFlags};
 use nix::sys::statvfs::FsFlags;
-use rustix::fs::{AtFlags, StatxAttributes, StatxFlags, CWD};
+use rustix::fs::{AtFlags, Mode, OFlags, StatxAttributes, StatxFlags, CWD};
+use rustix::io::Errno as RErrno;
+use rustix::mount::{MoveMountFlags, OpenTreeFlags};
 
+use super::beneath::{proc_fd, Beneath};
 use super::mountinfo;
 use crate::host::{
     libc_errno, DevId, FileKind, FsKind, HostError, HostResult, MountSpec, PathInfo, PathState,
@@ -22,9 +23,17 @@ fn nix_err(op: &'static str, path: &Path, e: Errno) -> HostError {
     HostError::io(op, path, std::io::Error::from_raw_os_error(e as i32))
 }
 
-pub fn inspect(path: &Path) -> HostResult<PathState> {
+/// One statx of `path`, not following a final symlink; below the kubelet dir, of the
+/// descriptor `openat2` gave (a symlink anywhere there is [`HostError::UnsafePath`]).
+pub fn inspect(b: &Beneath, path: &Path) -> HostResult<PathState> {
     let want = StatxFlags::TYPE | StatxFlags::INO;
-    match rustix::fs::statx(CWD, path, AtFlags::SYMLINK_NOFOLLOW, want) {
+    let res = match b.relative(path) {
+        None => rustix::fs::statx(CWD, path, AtFlags::SYMLINK_NOFOLLOW, want),
+        Some(_) => b
+            .open_raw(path, OFlags::PATH)
+            .and_then(|fd| rustix::fs::statx(&fd, "", AtFlags::EMPTY_PATH, want)),
+    };
+    match res {
         Ok(st) => {
             let kind = match u32::from(st.stx_mode) & 0o170000 {
                 0o040000 => FileKind::Dir,
@@ -59,7 +68,7 @@ pub fn inspect(path: &Path) -> HostResult<PathState> {
                 libc_errno::EIO | libc_errno::ENOTCONN | libc_errno::ESTALE => {
                     Ok(PathState::Broken { errno })
                 }
-                _ => Err(HostError::io("statx", path, e.into())),
+                _ => Err(b.error("statx", path, e)),
             }
         }
     }
@@ -75,28 +84,7 @@ fn parent_dev_differs(path: &Path, major: u32, minor: u32) -> bool {
     }
 }
 
-/// Options only mount(8) and fstab readers understand; the kernel answers EINVAL to them, so
-/// they are dropped rather than passed on as filesystem data.
-pub fn userspace_only(opt: &str) -> bool {
-    matches!(
-        opt,
-        "defaults"
-            | "auto"
-            | "noauto"
-            | "nofail"
-            | "_netdev"
-            | "_rnetdev"
-            | "user"
-            | "nouser"
-            | "users"
-            | "owner"
-            | "noowner"
-            | "group"
-            | "nogroup"
-    ) || opt.starts_with("x-")
-        || opt.starts_with("X-")
-        || opt.starts_with("comment=")
-}
+pub use crate::host::options::userspace_only;
 
 /// Split capability mount options into MS_* flags and filesystem data.
 pub fn parse_options(options: &[String]) -> (MsFlags, Vec<&str>) {
@@ -170,13 +158,17 @@ pub fn mount_args(spec: &MountSpec) -> (MsFlags, Vec<&str>) {
     (flags, data)
 }
 
-pub fn mount(device: &Path, target: &Path, spec: &MountSpec) -> HostResult<()> {
+/// Mount onto `/proc/self/fd/N` of the target's descriptor: the kernel mounts on exactly the
+/// directory that was checked, whatever its path has become.
+pub fn mount(b: &Beneath, device: &Path, target: &Path, spec: &MountSpec) -> HostResult<()> {
+    let dir = b.open(target, OFlags::PATH | OFlags::DIRECTORY)?;
+    let at = proc_fd(&dir);
     let (flags, data) = mount_args(spec);
     let sys_mount = |data: &[&str]| {
         let data = data.join(",");
         nix::mount::mount(
             Some(device),
-            target,
+            &at,
             Some(spec.fs.as_str()),
             flags,
             (!data.is_empty()).then_some(data.as_str()),
@@ -199,30 +191,66 @@ pub fn mount(device: &Path, target: &Path, spec: &MountSpec) -> HostResult<()> {
         }
         other => other,
     }
-    .map_err(|e| nix_err("mount", target, e))
+    .map_err(|e| {
+        let given = parse_options(&spec.options).1;
+        if e == Errno::EINVAL && !given.is_empty() {
+            // The caller's filesystem options are the likely cause (an unknown value, an
+            // option of another filesystem): theirs to fix, not an internal error.
+            HostError::InvalidInput {
+                op: "mount",
+                path: target.to_path_buf(),
+                detail: format!(
+                    "the kernel refused to mount {} as {} with the options {:?} (EINVAL); \
+                     check the volume capability's mount flags against the {} mount options",
+                    device.display(),
+                    spec.fs,
+                    given.join(","),
+                    spec.fs
+                ),
+            }
+        } else {
+            nix_err("mount", target, e)
+        }
+    })
 }
 
-pub fn bind(source: &Path, target: &Path, read_only: bool) -> HostResult<()> {
-    nix::mount::mount(
-        Some(source),
-        target,
-        None::<&str>,
-        MsFlags::MS_BIND,
-        None::<&str>,
+/// A bind made between descriptors: `open_tree(OPEN_TREE_CLONE)` of the source, then
+/// `move_mount` onto the target's descriptor, so neither can be swapped for a symlink between
+/// the check and the bind. A read-only bind is remounted through the new mount's own
+/// descriptor (never through the path again).
+pub fn bind(b: &Beneath, source: &Path, target: &Path, read_only: bool) -> HostResult<()> {
+    let src = b.open(source, OFlags::PATH)?;
+    let tree = rustix::mount::open_tree(
+        &src,
+        "",
+        OpenTreeFlags::OPEN_TREE_CLONE
+            | OpenTreeFlags::OPEN_TREE_CLOEXEC
+            | OpenTreeFlags::AT_EMPTY_PATH,
     )
-    .map_err(|e| nix_err("bind mount", target, e))?;
+    .map_err(|e| b.error("bind mount", source, e))?;
+    let dst = b.open(target, OFlags::PATH)?;
+    rustix::mount::move_mount(
+        &tree,
+        "",
+        &dst,
+        "",
+        MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH | MoveMountFlags::MOVE_MOUNT_T_EMPTY_PATH,
+    )
+    .map_err(|e| b.error("bind mount", target, e))?;
     if read_only {
         // The kernel ignores MS_RDONLY on the first MS_BIND: only the remount makes the bind
         // read-only. A bind remount sets all per-mount flags at once, so the bind's own
         // (nosuid, nodev, noexec, atime, inherited from the source mount) are carried over.
-        // If it fails, undo the bind rather than leave a writable mount behind.
+        // If it fails, undo the bind rather than leave a writable mount behind (detached:
+        // our own descriptor still holds it).
+        let at = proc_fd(&tree);
         let remount = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY;
-        let res = nix::sys::statvfs::statvfs(target).and_then(|st| {
+        let res = nix::sys::statvfs::fstatvfs(&tree).and_then(|st| {
             let flags = remount | per_mount_flags(st.flags());
-            nix::mount::mount(None::<&str>, target, None::<&str>, flags, None::<&str>)
+            nix::mount::mount(None::<&str>, &at, None::<&str>, flags, None::<&str>)
         });
         if let Err(e) = res {
-            let _ = nix::mount::umount2(target, MntFlags::UMOUNT_NOFOLLOW);
+            let _ = nix::mount::umount2(&at, MntFlags::MNT_DETACH);
             return Err(nix_err("remount read-only", target, e));
         }
     }
@@ -244,16 +272,27 @@ fn per_mount_flags(st: FsFlags) -> MsFlags {
         .fold(MsFlags::empty(), |acc, (_, ms)| acc | *ms)
 }
 
-pub fn unmount(target: &Path, lazy: bool) -> HostResult<()> {
+/// umount2 of the topmost mount at `target`. Below the kubelet dir the last component is
+/// named relative to its parent's descriptor (`/proc/self/fd/N/name`) and not followed
+/// (`UMOUNT_NOFOLLOW`): a target that is, or has become, a symlink is never unmounted
+/// through. (A descriptor of the mount itself would hold it busy.)
+pub fn unmount(b: &Beneath, target: &Path, lazy: bool) -> HostResult<()> {
     let mut flags = MntFlags::UMOUNT_NOFOLLOW;
     if lazy {
         flags.insert(MntFlags::MNT_DETACH);
     }
-    nix::mount::umount2(target, flags).map_err(|e| nix_err("umount", target, e))
+    match b.relative(target) {
+        None => nix::mount::umount2(target, flags),
+        Some(_) => {
+            let (dir, name) = b.parent(target)?;
+            nix::mount::umount2(&proc_fd(&dir).join(name), flags)
+        }
+    }
+    .map_err(|e| nix_err("umount", target, e))
 }
 
-pub fn mounted_device(path: &Path) -> HostResult<Option<PathBuf>> {
-    let info = match inspect(path)? {
+pub fn mounted_device(b: &Beneath, path: &Path) -> HostResult<Option<PathBuf>> {
+    let info = match inspect(b, path)? {
         PathState::Present(info) if info.mount_root => info,
         _ => return Ok(None),
     };
@@ -292,45 +331,58 @@ pub fn read_only_after_errors(path: &Path) -> HostResult<bool> {
     }))
 }
 
-pub fn create_dir(path: &Path) -> HostResult<()> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(DIR_MODE)
-        .create(path)
-        .map_err(|e| HostError::io("mkdir", path, e))
+pub fn create_dir(b: &Beneath, path: &Path) -> HostResult<()> {
+    b.create_dirs(path, DIR_MODE).map(drop)
 }
 
-pub fn create_file(path: &Path) -> HostResult<()> {
-    if let Some(parent) = path.parent() {
-        create_dir(parent)?;
-    }
-    OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o640)
-        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
-        .open(path)
-        .map(drop)
-        .map_err(|e| HostError::io("create", path, e))
+/// Create an empty file (parents first), never through a symlink (`O_NOFOLLOW` on the last
+/// component, the parents made beneath the kubelet dir).
+pub fn create_file(b: &Beneath, path: &Path) -> HostResult<()> {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(HostError::UnsafePath {
+            path: path.to_path_buf(),
+            reason: "it names no file".into(),
+        });
+    };
+    let dir = b.create_dirs(parent, DIR_MODE)?;
+    rustix::fs::openat(
+        &dir,
+        name,
+        OFlags::CREATE | OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o640),
+    )
+    .map(drop)
+    .map_err(|e| b.error("create", path, e))
 }
 
-pub fn remove(path: &Path) -> HostResult<()> {
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(HostError::io("stat", path, e)),
+/// Remove a file or an empty directory, relative to its parent's descriptor and never
+/// following the last component: a symlink there is refused, not removed or followed.
+pub fn remove(b: &Beneath, path: &Path) -> HostResult<()> {
+    let (dir, name) = match b.parent(path) {
+        Ok(p) => p,
+        Err(HostError::NotFound { .. }) => return Ok(()),
+        Err(e) => return Err(e),
     };
-    // rmdir, never a recursive delete: a directory with anything mounted below it is not
-    // empty, so it cannot be removed by accident.
-    let res = if meta.is_dir() {
-        std::fs::remove_dir(path).map_err(|e| HostError::io("rmdir", path, e))
-    } else {
-        std::fs::remove_file(path).map_err(|e| HostError::io("unlink", path, e))
+    let st = match rustix::fs::statx(&dir, name, AtFlags::SYMLINK_NOFOLLOW, StatxFlags::TYPE) {
+        Ok(st) => st,
+        Err(RErrno::NOENT) => return Ok(()),
+        Err(e) => return Err(b.error("stat", path, e)),
     };
-    match res {
-        Err(HostError::NotFound { .. }) => Ok(()),
-        other => other,
+    let (op, flags) = match u32::from(st.stx_mode) & 0o170000 {
+        0o120000 if b.relative(path).is_some() => {
+            return Err(HostError::UnsafePath {
+                path: path.to_path_buf(),
+                reason: "it is a symlink; nothing was removed".into(),
+            })
+        }
+        // rmdir, never a recursive delete: a directory with anything mounted below it is
+        // not empty, so it cannot be removed by accident.
+        0o040000 => ("rmdir", AtFlags::REMOVEDIR),
+        _ => ("unlink", AtFlags::empty()),
+    };
+    match rustix::fs::unlinkat(&dir, name, flags) {
+        Ok(()) | Err(RErrno::NOENT) => Ok(()),
+        Err(e) => Err(b.error(op, path, e)),
     }
 }
 
@@ -355,6 +407,16 @@ mod tests {
         let (flags, data) = parse_options(&opts);
         assert_eq!(flags, MsFlags::empty());
         assert_eq!(data, ["discard"]);
+    }
+
+    #[test]
+    fn every_generic_option_is_an_ms_flag() {
+        for o in crate::host::options::GENERIC {
+            assert!(
+                parse_options(&[o.to_string()]).1.is_empty(),
+                "{o} went to data"
+            );
+        }
     }
 
     #[test]

@@ -1,0 +1,139 @@
+//! Unit tests (fake host) of the node's input validation: path lengths, where stats/expand
+//! look, mount flags at stage and publish, and one target for SINGLE_NODE_SINGLE_WRITER.
+
+use std::path::Path;
+
+use super::tests::*;
+use super::*;
+use crate::driver::types::{AccessMode, AccessType, VolumeCapability};
+use crate::driver::Error;
+use crate::host::fake::FakeHost;
+use crate::host::Content;
+
+fn with_flags(flags: &[&str]) -> VolumeCapability {
+    VolumeCapability {
+        access_type: AccessType::Mount {
+            fs_type: Some("ext4".into()),
+            mount_flags: flags.iter().map(|f| f.to_string()).collect(),
+            volume_mount_group: None,
+        },
+        access_mode: AccessMode::SingleNodeWriter,
+    }
+}
+
+#[test]
+fn paths_longer_than_linux_allows_are_invalid_argument() {
+    let kubelet = Path::new(KUBELET);
+    let deep: String = (0..50).map(|_| format!("/{}", "d".repeat(200))).collect();
+    let wide = format!("{KUBELET}/pods/{}", "w".repeat(256));
+    for raw in [format!("{KUBELET}{deep}"), wide] {
+        let err = params::kubelet_path("target_path", &raw, kubelet).unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+        assert!(err.to_string().contains("shorter path"), "{err}");
+    }
+    let ok = format!("{KUBELET}/pods/{}", "w".repeat(255));
+    params::kubelet_path("target_path", &ok, kubelet).unwrap();
+}
+
+#[test]
+fn a_volume_path_where_no_volume_can_be_is_not_found() {
+    let kubelet = Path::new(KUBELET);
+    for raw in ["some/path", "/mnt/elsewhere", "relative"] {
+        let err = params::volume_path("v", "volume_path", raw, kubelet).unwrap_err();
+        assert!(matches!(err, Error::VolumeNotAtPath { .. }), "{raw}: {err}");
+    }
+    for raw in ["", "/var/lib/kubelet/a/../b"] {
+        let err = params::volume_path("v", "volume_path", raw, kubelet).unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument(_)), "{raw:?}: {err}");
+    }
+}
+
+#[test]
+fn quoted_selinux_contexts_stay_one_option() {
+    let ctx = "context=\"system_u:object_r:container_file_t:s0:c0,c1\"";
+    params::check_mount_flags(crate::host::FsKind::Ext4, &[format!("noatime,{ctx}")]).unwrap();
+    // Unquoted, `c1` is a flag of its own, which ext4 does not know.
+    let bare = "context=system_u:object_r:container_file_t:s0:c0,c1".to_string();
+    params::check_mount_flags(crate::host::FsKind::Ext4, &[bare]).unwrap_err();
+}
+
+#[tokio::test]
+async fn unknown_and_forbidden_flags_are_refused_at_stage_and_publish() {
+    let fake = FakeHost::new();
+    fake.attach("v1", 1 << 30, Content::Blank);
+    let c = core(&fake);
+    for flags in [
+        &["notaflag"][..],
+        &["nouuid"],
+        &["bind"],
+        &["noatime,rshared"],
+        &["no atime"],
+    ] {
+        let err = c
+            .stage(stage_req("v1", with_flags(flags)), soon())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument(_)), "{flags:?}: {err}");
+        assert!(err.to_string().contains("mount flag"), "{err}");
+    }
+    assert!(fake.calls().is_empty(), "{:?}", fake.calls());
+    c.stage(stage_req("v1", with_flags(&["noatime"])), soon())
+        .await
+        .unwrap();
+    let before = fake.calls().len();
+    for flags in [&["notaflag"][..], &["make-shared"], &["remount"]] {
+        let err = c
+            .publish(publish_req("v1", with_flags(flags), false))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument(_)), "{flags:?}: {err}");
+    }
+    assert_eq!(fake.calls().len(), before, "{:?}", fake.calls());
+    c.publish(publish_req(
+        "v1",
+        with_flags(&["noatime", "nofail", "data=ordered"]),
+        false,
+    ))
+    .await
+    .unwrap();
+}
+
+async fn publish_twice(mode: AccessMode) -> (FakeHost, Result<()>) {
+    let fake = FakeHost::new();
+    fake.attach("v1", 1 << 30, Content::Blank);
+    let c = core(&fake);
+    let cap = VolumeCapability {
+        access_mode: mode,
+        ..with_flags(&[])
+    };
+    c.stage(stage_req("v1", cap.clone()), soon()).await.unwrap();
+    c.publish(publish_req("v1", cap.clone(), false))
+        .await
+        .unwrap();
+    c.publish(publish_req("v1", cap.clone(), false))
+        .await
+        .unwrap();
+    let mut second = publish_req("v1", cap, false);
+    second.target_path = format!("{KUBELET}/pods/p2/volumes/kubernetes.io~csi/v1/mount");
+    let res = c.publish(second).await;
+    (fake, res)
+}
+
+#[tokio::test]
+async fn single_node_single_writer_is_published_at_one_target() {
+    let (fake, res) = publish_twice(AccessMode::SingleNodeSingleWriter).await;
+    let err = res.unwrap_err();
+    assert!(matches!(err, Error::FailedPrecondition(_)), "{err}");
+    assert!(err.to_string().contains(&target("v1")), "{err}");
+    let p2 = format!("{KUBELET}/pods/p2/volumes/kubernetes.io~csi/v1/mount");
+    assert!(
+        !fake.exists(Path::new(&p2)),
+        "the refused target was created"
+    );
+    for mode in [
+        AccessMode::SingleNodeMultiWriter,
+        AccessMode::SingleNodeWriter,
+    ] {
+        publish_twice(mode).await.1.unwrap();
+    }
+}
