@@ -67,13 +67,16 @@ ctl info >/dev/null
 ctl probe >/dev/null
 ctl capabilities >/dev/null
 ctl node-info >/dev/null
-id=$(ctl -o json create-volume metrics-check --size 1Gi | python3 -c 'import json,sys; print(json.load(sys.stdin)["volume"]["volume_id"])')
+id=$(ctl -o json create-volume metrics-check --size 1Gi | python3 -c 'import json,sys; print(json.load(sys.stdin)["volume_id"])')
 ctl get-volume "$id" >/dev/null
 ctl list-volumes >/dev/null
 ctl get-capacity >/dev/null
-# Failures, so the counters carry other codes than OK (each is expected to fail).
-! ctl get-volume no-such-volume >/dev/null 2>&1
-! ctl create-volume metrics-bad --fs-type notafs >/dev/null 2>&1
+# Failures, so the counters carry other codes than Ok (each must fail).
+if ctl get-volume no-such-volume >/dev/null 2>&1 ||
+    ctl create-volume metrics-bad --fs-type notafs >/dev/null 2>&1; then
+    echo "36-metrics: an RPC that must fail succeeded" >&2
+    exit 1
+fi
 ctl delete-volume "$id" >/dev/null
 
 scrape() { # ACCEPT-HEADER OUT-FILE -> prints the content type
@@ -90,9 +93,10 @@ for accept in "text/plain" "" "text/plain;version=0.0.4;q=1,*/*;q=0.1"; do
         failed+=("$label: content type $ctype")
         continue
     fi
-    grep -q '^cinder_csi_rpc_requests_total{method="CreateVolume",code="OK"} 1$' "$tmp/metrics.txt" ||
+    grep -q '^cinder_csi_rpc_requests_total{method="CreateVolume",code="Ok"} 1$' "$tmp/metrics.txt" ||
         failed+=("$label: no CreateVolume OK counter")
     grep -q 'code="NotFound"' "$tmp/metrics.txt" || failed+=("$label: no NotFound counter")
+    grep -q 'code="InvalidArgument"' "$tmp/metrics.txt" || failed+=("$label: no InvalidArgument counter")
     # promtool prints lint problems and exits non-zero on any.
     if promtool check metrics <"$tmp/metrics.txt" >"$tmp/promtool.out" 2>&1; then
         echo "36-metrics: $label: promtool check metrics OK ($(grep -c '^# TYPE' "$tmp/metrics.txt") families)"
