@@ -40,6 +40,8 @@ impl Controller {
         };
         if b.status != BackupStatus::Deleting {
             if backup_transitional(&b.status) {
+                tracing::info!(backup = id, status = %b.status,
+                    "the backup is still settling; waiting, then deleting");
                 b = match settle_backup(cloud, id, deadline).await? {
                     Some(b) => b,
                     None => return Ok(()),
@@ -84,9 +86,10 @@ async fn snapshot_gone(cloud: &Cloud, id: &str, deadline: Instant) -> Result<()>
     }
 }
 
-/// Cinder refused to delete snapshot `id`: gone → OK; deleting → wait; still transitional →
-/// wait until it settles and delete it then; otherwise (e.g. a volume is being created from
-/// it) FailedPrecondition with Cinder's reason.
+/// Cinder refused to delete snapshot `id`: gone → OK; deleting → wait until gone; still
+/// transitional → wait until it settles. Then one more delete: the refusal may also have
+/// raced the end of the creation (the snapshot reads `available` already). Refused again →
+/// FailedPrecondition with Cinder's reason (e.g. a volume is being created from it).
 async fn delete_settled_snapshot(
     cloud: &Cloud,
     id: &str,
@@ -102,26 +105,29 @@ async fn delete_settled_snapshot(
     if s.status == SnapshotStatus::Deleting {
         return snapshot_gone(cloud, id, deadline).await;
     }
-    if !snapshot_transitional(&s.status) {
-        return Err(Error::precondition(format!(
-            "snapshot {id} (status {}) cannot be deleted: {refusal}",
-            s.status
-        )));
-    }
-    // An error state ends the wait as well: Cinder deletes snapshots in `error`.
-    match storage
-        .wait_snapshot(id, &SnapshotWait::Available, deadline)
-        .await
-    {
-        Ok(_) | Err(CloudError::ErrorState { .. }) => {}
-        Err(CloudError::NotFound { .. }) => return Ok(()),
-        Err(e) => return Err(e.into()),
+    let mut status = s.status;
+    if snapshot_transitional(&status) {
+        tracing::info!(snapshot = id, %status,
+            "Cinder refused to delete the snapshot while it settles; waiting, then deleting");
+        // An error state ends the wait as well: Cinder deletes snapshots in `error`.
+        match storage
+            .wait_snapshot(id, &SnapshotWait::Available, deadline)
+            .await
+        {
+            Ok(s) => status = s.status,
+            Err(CloudError::ErrorState { status: st, .. }) => status = SnapshotStatus::parse(&st),
+            Err(CloudError::NotFound { .. }) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        }
+    } else {
+        tracing::debug!(snapshot = id, %status, refusal,
+            "Cinder refused to delete the snapshot; trying once more");
     }
     match storage.delete_snapshot(id).await {
         Ok(()) => snapshot_gone(cloud, id, deadline).await,
         Err(CloudError::NotFound { .. }) => Ok(()),
         Err(CloudError::Conflict { message, .. }) => Err(Error::precondition(format!(
-            "snapshot {id} cannot be deleted: {message}"
+            "snapshot {id} (status {status}) cannot be deleted: {message}"
         ))),
         Err(e) => Err(e.into()),
     }

@@ -325,6 +325,40 @@ async fn delete_right_after_create_waits_then_deletes() {
     assert!(e.fake.snapshots().is_empty());
 }
 
+/// Seen on the real cloud: Cinder refuses the delete while the snapshot is `creating`, and by
+/// the time the driver looks, it is `available`. One more delete, not FailedPrecondition.
+#[tokio::test(start_paused = true)]
+async fn a_refusal_that_raced_the_end_of_creation_is_retried() {
+    let e = env();
+    let v = e.create("a", 1).await;
+    let s = e.snapshot_ready("s", &v.id, &[]).await;
+    e.fake.fail_next(
+        Op::DeleteSnapshot,
+        crate::cloud::CloudError::Conflict {
+            message: "Invalid snapshot: Snapshot status must be available or error".into(),
+            request_id: Default::default(),
+        },
+    );
+    e.ctl.delete_snapshot(delete_req(&s.id)).await.unwrap();
+    assert!(e.fake.snapshots().is_empty());
+    assert_eq!(e.fake.calls(Op::DeleteSnapshot), 2);
+    // A refusal that stands is FailedPrecondition with Cinder's reason.
+    let s = e.snapshot_ready("t", &v.id, &[]).await;
+    for _ in 0..2 {
+        e.fake.fail_next(
+            Op::DeleteSnapshot,
+            crate::cloud::CloudError::Conflict {
+                message: "snapshot is in use".into(),
+                request_id: Default::default(),
+            },
+        );
+    }
+    assert_matches!(
+        e.ctl.delete_snapshot(delete_req(&s.id)).await,
+        Err(Error::FailedPrecondition(m)) if m.contains("snapshot is in use")
+    );
+}
+
 /// The wait is bounded by the RPC deadline: Aborted with the last status, nothing deleted,
 /// and the retry deletes it once it has settled.
 #[tokio::test(start_paused = true)]
