@@ -1,4 +1,5 @@
-//! The optional `--http-endpoint`: `/metrics` (Prometheus text), `/healthz` (the plugin's own
+//! The optional `--http-endpoint`: `/metrics` (Prometheus text 0.0.4, or OpenMetrics when the
+//! `Accept` header asks for it), `/healthz` (the plugin's own
 //! health, the same checks as the Probe RPC) and `/readyz` (health plus what the plugin needs
 //! from outside: every cloud answering its last background check, the node's identity known).
 
@@ -12,7 +13,7 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 
 use crate::driver::probe::{check_all, NotReady, Readiness};
-use crate::metrics::Metrics;
+use crate::metrics::{Format, Metrics};
 
 /// `:8080` means every address; `host:port` is taken as is.
 pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
@@ -73,11 +74,18 @@ async fn handle(
     req: Request<hyper::body::Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let (status, content_type, body) = match req.uri().path() {
-        "/metrics" => (
-            StatusCode::OK,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            state.metrics.encode(),
-        ),
+        "/metrics" => {
+            let accept = req
+                .headers()
+                .get(hyper::header::ACCEPT)
+                .and_then(|v| v.to_str().ok());
+            let format = Format::negotiate(accept);
+            (
+                StatusCode::OK,
+                format.content_type(),
+                state.metrics.encode(format),
+            )
+        }
         "/healthz" => checked(check_all(&state.health).await),
         "/readyz" => {
             let mut result = check_all(&state.health).await;

@@ -1,10 +1,13 @@
 //! Prometheus metrics: CSI RPCs (count by method and code, latency by method), cloud API
 //! requests (upstream's `openstack_api_*` names, so existing dashboards keep working) and
 //! each cloud's reachability (the controller's background check).
+//!
+//! `/metrics` speaks both exposition formats: the Prometheus text format 0.0.4 (what
+//! `promtool check metrics`, older scrapers and curl read) unless the client asks for
+//! OpenMetrics in its `Accept` header, as Prometheus itself does.
 
 use std::sync::{Arc, Mutex};
 
-use prometheus_client::encoding::text::encode;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -139,13 +142,69 @@ impl Metrics {
             .set(i64::from(up));
     }
 
-    /// The text exposition format.
-    pub fn encode(&self) -> String {
+    /// Every metric in `format`.
+    pub fn encode(&self, format: Format) -> String {
         let mut out = String::new();
         let registry = self.registry.lock().unwrap_or_else(|e| e.into_inner());
         // Writing into a String cannot fail.
-        let _ = encode(&mut out, &registry);
+        let _ = match format {
+            Format::PrometheusText => {
+                prometheus_client::encoding::prometheus_text::encode(&mut out, &registry)
+            }
+            Format::OpenMetrics => prometheus_client::encoding::text::encode(&mut out, &registry),
+        };
         out
+    }
+}
+
+/// An exposition format of `/metrics`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Prometheus text format 0.0.4: counters with `_total` in HELP/TYPE, no `# EOF`.
+    PrometheusText,
+    /// OpenMetrics 1.0.0 text.
+    OpenMetrics,
+}
+
+const OPENMETRICS: &str = "application/openmetrics-text";
+
+impl Format {
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Self::PrometheusText => prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
+            Self::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        }
+    }
+
+    /// The format a request's `Accept` header prefers (RFC 9110 quality values).
+    /// OpenMetrics only when the client names it with a quality at least that of anything
+    /// text (`text/plain`, `text/*`, `*/*`); no header, or one naming neither, gets the text
+    /// format, which every Prometheus-compatible reader parses.
+    pub fn negotiate(accept: Option<&str>) -> Self {
+        let Some(accept) = accept else {
+            return Self::PrometheusText;
+        };
+        let (mut openmetrics, mut text) = (0.0_f32, 0.0_f32);
+        for range in accept.split(',') {
+            let Ok(m) = range.trim().parse::<mime::Mime>() else {
+                continue;
+            };
+            let q = m
+                .get_param("q")
+                .map_or(Some(1.0), |q| q.as_str().parse::<f32>().ok())
+                .unwrap_or(0.0);
+            let slot = match (m.type_().as_str(), m.subtype().as_str()) {
+                _ if m.essence_str() == OPENMETRICS => &mut openmetrics,
+                ("text", "plain" | "*") | ("*", "*") => &mut text,
+                _ => continue,
+            };
+            *slot = slot.max(q);
+        }
+        if openmetrics > 0.0 && openmetrics >= text {
+            Self::OpenMetrics
+        } else {
+            Self::PrometheusText
+        }
     }
 }
 
@@ -160,7 +219,7 @@ mod tests {
         m.observe_rpc("NodePublishVolume", "OK", 0.0002);
         m.observe_api_request("volume_create", 0.3, false);
         m.observe_api_request("volume_create", 0.3, true);
-        let text = m.encode();
+        let text = m.encode(Format::PrometheusText);
         assert!(
             text.contains(
                 r#"cinder_csi_rpc_requests_total{method="NodePublishVolume",code="OK"} 2"#
@@ -172,13 +231,111 @@ mod tests {
         assert!(text.contains("cinder_csi_rpc_duration_seconds_bucket"));
     }
 
+    /// Prometheus text 0.0.4, as `promtool check metrics` reads it: HELP and TYPE name the
+    /// counter with its `_total`, no OpenMetrics-only lines (`# EOF`, `# UNIT`, `_created`).
+    #[test]
+    fn prometheus_text_names_counters_with_total() {
+        let m = Metrics::new();
+        m.observe_rpc("CreateVolume", "OK", 0.5);
+        m.observe_api_request("volume_create", 0.3, true);
+        m.set_cloud_up("", true);
+        let text = m.encode(Format::PrometheusText);
+        for line in [
+            "# HELP cinder_csi_rpc_requests_total CSI RPCs served, by method and gRPC code.",
+            "# TYPE cinder_csi_rpc_requests_total counter",
+            "# TYPE openstack_api_request_errors_total counter",
+            "# TYPE cinder_csi_rpc_duration_seconds histogram",
+            "# TYPE cinder_csi_cloud_up gauge",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "{line:?} missing in\n{text}"
+            );
+        }
+        for forbidden in ["# EOF", "# UNIT", "_created"] {
+            assert!(!text.contains(forbidden), "{forbidden:?} in\n{text}");
+        }
+        // Every sample's family has HELP and TYPE.
+        for sample in text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+        {
+            let name = sample.split(['{', ' ']).next().unwrap();
+            let family = ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| name.strip_suffix(s))
+                .filter(|f| text.contains(&format!("# TYPE {f} histogram")))
+                .unwrap_or(name);
+            assert!(text.contains(&format!("# HELP {family} ")), "{sample}");
+        }
+    }
+
+    #[test]
+    fn openmetrics_on_request() {
+        let m = Metrics::new();
+        m.observe_rpc("CreateVolume", "OK", 0.5);
+        let text = m.encode(Format::OpenMetrics);
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        assert!(
+            text.contains("# TYPE cinder_csi_rpc_requests counter"),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"cinder_csi_rpc_requests_total{method="CreateVolume",code="OK"} 1"#)
+        );
+    }
+
+    #[test]
+    fn negotiation() {
+        use Format::*;
+        let cases = [
+            (None, PrometheusText),
+            (Some(""), PrometheusText),
+            (Some("text/plain"), PrometheusText),
+            (Some("text/plain; version=0.0.4"), PrometheusText),
+            (Some("*/*"), PrometheusText),
+            (Some("application/json"), PrometheusText),
+            (Some("application/openmetrics-text"), OpenMetrics),
+            (
+                Some("application/openmetrics-text; version=1.0.0"),
+                OpenMetrics,
+            ),
+            (Some("application/openmetrics-text;q=0"), PrometheusText),
+            (
+                Some("application/openmetrics-text;q=0.2, text/plain;q=0.9"),
+                PrometheusText,
+            ),
+            (
+                Some("text/plain;q=0.5, application/openmetrics-text"),
+                OpenMetrics,
+            ),
+            // What Prometheus 3 sends by default.
+            (
+                Some(
+                    "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,\
+                     application/openmetrics-text;version=0.0.1;q=0.5,text/plain;version=1.0.0;\
+                     escaping=allow-utf-8;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2",
+                ),
+                OpenMetrics,
+            ),
+            // Prometheus with scrape_protocols: [PrometheusText0.0.4].
+            (
+                Some("text/plain;version=0.0.4;q=1,*/*;q=0.1"),
+                PrometheusText,
+            ),
+        ];
+        for (accept, want) in cases {
+            assert_eq!(Format::negotiate(accept), want, "{accept:?}");
+        }
+    }
+
     #[test]
     fn cloud_gauge_follows_the_last_check() {
         let m = Metrics::new();
         m.set_cloud_up("east", true);
         m.set_cloud_up("", true);
         m.set_cloud_up("east", false);
-        let text = m.encode();
+        let text = m.encode(Format::PrometheusText);
         assert!(
             text.contains(r#"cinder_csi_cloud_up{cloud="east"} 0"#),
             "{text}"

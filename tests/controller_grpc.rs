@@ -515,3 +515,171 @@ async fn secrets_select_the_cloud_and_never_reach_the_logs() {
     assert!(text.contains("rpc failed"), "the failure was logged at all");
     assert!(!text.contains(secret), "a secret reached the logs");
 }
+
+fn fs_cap(fs: &str) -> pb::VolumeCapability {
+    use pb::volume_capability::{AccessType, MountVolume};
+    pb::VolumeCapability {
+        access_type: Some(AccessType::Mount(MountVolume {
+            fs_type: fs.into(),
+            ..Default::default()
+        })),
+        ..mount_cap()
+    }
+}
+
+/// Issue 13's bad-input battery at the edge: each gets the code the CSI spec names and a
+/// message saying what to fix, and nothing is created or changed.
+#[tokio::test]
+async fn bad_input_gets_the_spec_codes_and_changes_nothing() {
+    let mut h = harness().await;
+    let c = &mut h.client;
+    let status =
+        |r: Result<tonic::Response<pb::CreateVolumeResponse>, tonic::Status>| r.unwrap_err();
+    for fs in ["notafs", "../../bin/sh", "ext4; touch X"] {
+        let mut req = create_req("a", GIB);
+        req.volume_capabilities = vec![fs_cap(fs)];
+        let e = status(c.create_volume(req).await);
+        assert_eq!(e.code(), Code::InvalidArgument, "{fs}: {}", e.message());
+        assert!(e.message().contains("ext4, xfs"), "{}", e.message());
+    }
+    for name in [
+        "nul\0name".to_string(),
+        "x".repeat(10 * 1024),
+        "bell\u{7}".into(),
+    ] {
+        let e = status(c.create_volume(create_req(&name, GIB)).await);
+        assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
+        assert!(e.message().contains("volume name"), "{}", e.message());
+    }
+    let mut nowhere = create_req("a", GIB);
+    nowhere.accessibility_requirements = Some(pb::TopologyRequirement {
+        requisite: vec![pb::Topology {
+            segments: HashMap::from([(
+                "topology.cinder.csi.openstack.org/zone".to_string(),
+                "no-such-zone".to_string(),
+            )]),
+        }],
+        preferred: vec![],
+    });
+    let e = status(c.create_volume(nowhere).await);
+    assert_eq!(e.code(), Code::ResourceExhausted, "{}", e.message());
+    assert!(e.message().contains("no-such-zone"), "{}", e.message());
+    let e = status(c.create_volume(create_req("a", 4 << 60)).await);
+    assert_eq!(e.code(), Code::OutOfRange, "{}", e.message());
+    assert!(h.fake.volumes().is_empty(), "bad requests change nothing");
+
+    let v = c
+        .create_volume(create_req("a", GIB))
+        .await
+        .unwrap()
+        .into_inner()
+        .volume
+        .unwrap();
+    let validated = c
+        .validate_volume_capabilities(pb::ValidateVolumeCapabilitiesRequest {
+            volume_id: v.volume_id.clone(),
+            volume_capabilities: vec![fs_cap("notafs")],
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(validated.confirmed.is_none());
+    assert!(
+        validated.message.contains("\"notafs\""),
+        "{}",
+        validated.message
+    );
+
+    for name in ["nul\0name".to_string(), "s".repeat(256)] {
+        let e = c
+            .create_snapshot(pb::CreateSnapshotRequest {
+                name,
+                source_volume_id: v.volume_id.clone(),
+                ..Default::default()
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
+    }
+    assert!(h.fake.snapshots().is_empty());
+
+    let e = c
+        .controller_expand_volume(pb::ControllerExpandVolumeRequest {
+            volume_id: v.volume_id.clone(),
+            capacity_range: Some(pb::CapacityRange {
+                required_bytes: 4 << 60,
+                limit_bytes: 0,
+            }),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::OutOfRange, "{}", e.message());
+    assert_eq!(h.fake.volume(&v.volume_id).unwrap().size_gib, 1);
+}
+
+/// What stock csi-sanity (no mutable-parameters file) sends: empty `mutable_parameters`.
+#[tokio::test]
+async fn modify_with_empty_parameters_is_not_found_or_ok() {
+    let mut h = harness().await;
+    let c = &mut h.client;
+    let modify = |id: &str| pb::ControllerModifyVolumeRequest {
+        volume_id: id.into(),
+        ..Default::default()
+    };
+    let e = c
+        .controller_modify_volume(modify("nope"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::NotFound, "{}", e.message());
+    let v = c
+        .create_volume(create_req("a", GIB))
+        .await
+        .unwrap()
+        .into_inner()
+        .volume
+        .unwrap();
+    let before = h.fake.volume(&v.volume_id).unwrap();
+    c.controller_modify_volume(modify(&v.volume_id))
+        .await
+        .unwrap();
+    assert_eq!(h.fake.volume(&v.volume_id).unwrap(), before);
+}
+
+/// DeleteSnapshot right after CreateSnapshot, while the cloud still says `creating`.
+#[tokio::test]
+async fn delete_snapshot_right_after_create_succeeds() {
+    let mut h = harness().await;
+    let c = &mut h.client;
+    let v = c
+        .create_volume(create_req("a", GIB))
+        .await
+        .unwrap()
+        .into_inner()
+        .volume
+        .unwrap();
+    h.fake.set_settle_after(3);
+    let s = c
+        .create_snapshot(pb::CreateSnapshotRequest {
+            name: "s".into(),
+            source_volume_id: v.volume_id.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .snapshot
+        .unwrap();
+    assert!(!s.ready_to_use);
+    c.delete_snapshot(with_timeout(
+        pb::DeleteSnapshotRequest {
+            snapshot_id: s.snapshot_id.clone(),
+            ..Default::default()
+        },
+        "30S",
+    ))
+    .await
+    .unwrap();
+    assert!(h.fake.snapshots().is_empty());
+}

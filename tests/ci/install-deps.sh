@@ -10,9 +10,9 @@ export DEBIAN_FRONTEND=noninteractive
 # with venv (30-deploy's and the test cloud's virtualenvs are made from /usr/bin/python3),
 # its headers and a C toolchain (uWSGI, pinned by the test cloud, has no wheel: pip compiles it).
 # buildah, podman, runc and debootstrap build and run the container image with no registry
-# and no Docker engine (60-image).
+# and no Docker engine (60-image). prometheus ships promtool (36-metrics checks /metrics with it).
 pkgs=(e2fsprogs xfsprogs btrfs-progs util-linux mount udev genisoimage dosfstools unzip mtools
-    python3 python3-venv python3-dev build-essential buildah podman runc debootstrap)
+    python3 python3-venv python3-dev build-essential buildah podman runc debootstrap prometheus)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -8,6 +8,7 @@ use tokio::time::Instant;
 use super::capabilities::{unsupported_capability, wants_multi_node};
 use super::create_existing::source_tag;
 use super::params::{CLUSTER_KEY, CONTENT_SOURCE_KEY};
+use super::validate;
 use super::waits::wait_deadline;
 use super::{ContentSource, Controller, CreateVolume, VolumeInfo};
 use crate::cloud::{
@@ -39,6 +40,7 @@ pub fn size_for(range: CapacityRange, min_gib: u64) -> Result<u64> {
         round_up_gib(range.required_bytes)
     };
     let size = wanted.max(min_gib);
+    super::validate::size_gib(size)?;
     if range.limit_bytes != 0 && size * GIB > range.limit_bytes {
         return Err(Error::OutOfRange(if size > wanted {
             format!(
@@ -69,6 +71,9 @@ fn zone_of(t: &Topology) -> Option<&str> {
 
 impl Controller {
     pub async fn create_volume(&self, req: CreateVolume) -> Result<VolumeInfo> {
+        validate::name("volume", &req.name)?;
+        validate::fs_types(&req.capabilities)?;
+        validate::size_gib(round_up_gib(req.capacity.required_bytes))?;
         let cloud = self.cloud(&req.cloud)?;
         let deadline = wait_deadline(req.deadline);
         // CSI: mutable_parameters take precedence over parameters.
@@ -180,13 +185,19 @@ impl Controller {
 
     /// AZ precedence (upstream's): `availability` (a Cinder name), then with topology the
     /// first preferred and then the first requisite zone (label forms, mapped back to the
-    /// Cinder name); otherwise Cinder's default.
+    /// Cinder name; with a requisite, the first such zone Cinder has); otherwise Cinder's
+    /// default.
     async fn pick_zone(&self, cloud: &Cloud, req: &CreateVolume) -> Result<Option<String>> {
         if let Some(az) = &req.params.availability {
             return Ok(Some(az.clone()));
         }
         if !self.opts.with_topology {
             return Ok(None);
+        }
+        // With ignore-volume-az the reported topology is the request's, whatever zone Cinder
+        // picks (it may fall back from a Nova zone): no requisite zone must exist in Cinder.
+        if !req.topology.requisite.is_empty() && !self.opts.ignore_volume_az {
+            return self.requisite_zone(cloud, &req.topology).await.map(Some);
         }
         let value = req
             .topology

@@ -16,6 +16,7 @@ impl Controller {
             ));
         }
         let new_gib = round_up_gib(req.capacity.required_bytes);
+        super::validate::size_gib(new_gib)?;
         if req.capacity.limit_bytes != 0 && new_gib * GIB > req.capacity.limit_bytes {
             return Err(Error::OutOfRange(format!(
                 "Cinder sizes are whole GiB: {new_gib} GiB exceeds capacity_range limit_bytes {}",

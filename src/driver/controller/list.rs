@@ -148,7 +148,9 @@ impl Controller {
             .await
             .map_err(|e| volume_error(&req.volume_id, e))?;
         for cap in &req.capabilities {
-            if let Some(why) = unsupported_capability(cap, v.multiattach) {
+            let why = super::validate::unsupported_fs_type(cap)
+                .or_else(|| unsupported_capability(cap, v.multiattach));
+            if let Some(why) = why {
                 return Ok(Err(why));
             }
         }

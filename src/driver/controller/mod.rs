@@ -22,6 +22,7 @@ mod snapshot_delete;
 mod snapshot_list;
 mod snapshots;
 pub mod tokens;
+pub mod validate;
 pub mod waits;
 mod zones;
 

@@ -1,6 +1,7 @@
 //! ControllerModifyVolume (VolumeAttributesClass): mutable `type` → Cinder retype with the
 //! configured migration policy. Only keys that are present change anything (CSI: "SPs MUST
-//! NOT modify volumes based on the absence of keys").
+//! NOT modify volumes based on the absence of keys"), so empty `mutable_parameters` is OK
+//! once the volume is known to exist.
 
 use super::waits::{wait_deadline, Refusals, MAX_STATE_RETRIES};
 use super::{volume_error, Controller, ModifyVolume};
@@ -19,18 +20,18 @@ fn has_type(v: &Volume, want: &str, resolved: Option<&VolumeType>) -> bool {
 impl Controller {
     pub async fn modify_volume(&self, req: ModifyVolume) -> Result<()> {
         let id = req.volume_id.as_str();
-        let Some(want) = req.mutable.volume_type.as_deref() else {
-            return Err(Error::invalid(
-                "mutable_parameters is empty; set \"type\" to the Cinder volume type to retype to",
-            ));
-        };
         let cloud = self.cloud(&req.cloud)?;
         let deadline = wait_deadline(req.deadline);
         let storage = &cloud.storage;
+        // The volume first: NotFound whatever is asked of it.
         let mut v = storage
             .get_volume(id)
             .await
             .map_err(|e| volume_error(id, e))?;
+        // Nothing asked, nothing changed (CSI: only keys that are specified modify a volume).
+        let Some(want) = req.mutable.volume_type.as_deref() else {
+            return Ok(());
+        };
         if has_type(&v, want, None) && !v.status.is_transitional() {
             return Ok(());
         }

@@ -1,11 +1,20 @@
 //! DeleteSnapshot: a Cinder snapshot or a backup (with its temporary snapshot); unknown → OK
 //! (CSI: "MUST reply 0 OK"). Waits until Cinder has really deleted it.
+//!
+//! Cinder refuses (400) to delete a snapshot or backup that is still in a transitional state
+//! (`creating`, `backing-up`, `restoring`, …), and a VolumeSnapshot deleted right after it was
+//! made is exactly that. The refusal is not the caller's fault and not final: DeleteSnapshot
+//! waits (the port's `wait_*`, within the RPC deadline) until the object settles, `available`
+//! or an error state, both of which Cinder deletes, and deletes it then. When the deadline
+//! comes first the answer is Aborted with the last status; the sidecar retries.
 
 use tokio::time::Instant;
 
 use super::waits::wait_deadline;
 use super::{Controller, DeleteSnapshot};
-use crate::cloud::{BackupStatus, BackupWait, Cloud, CloudError, SnapshotStatus, SnapshotWait};
+use crate::cloud::{
+    Backup, BackupStatus, BackupWait, Cloud, CloudError, SnapshotStatus, SnapshotWait,
+};
 use crate::driver::{Error, Result};
 
 impl Controller {
@@ -20,32 +29,30 @@ impl Controller {
             Ok(()) => return snapshot_gone(cloud, id, deadline).await,
             Err(CloudError::NotFound { .. }) => {}
             Err(CloudError::Conflict { message, .. }) => {
-                return match storage.get_snapshot(id).await {
-                    Err(CloudError::NotFound { .. }) => Ok(()),
-                    Ok(s) if s.status == SnapshotStatus::Deleting => {
-                        snapshot_gone(cloud, id, deadline).await
-                    }
-                    Ok(s) => Err(Error::precondition(format!(
-                        "snapshot {id} (status {}) cannot be deleted now: {message}",
-                        s.status
-                    ))),
-                    Err(e) => Err(e.into()),
-                }
+                return delete_settled_snapshot(cloud, id, &message, deadline).await
             }
             Err(e) => return Err(e.into()),
         }
-        let b = match storage.get_backup(id).await {
+        let mut b = match storage.get_backup(id).await {
             Ok(b) => b,
             Err(CloudError::NotFound { .. } | CloudError::Unsupported(_)) => return Ok(()),
             Err(e) => return Err(e.into()),
         };
         if b.status != BackupStatus::Deleting {
+            if backup_transitional(&b.status) {
+                tracing::info!(backup = id, status = %b.status,
+                    "the backup is still settling; waiting, then deleting");
+                b = match settle_backup(cloud, id, deadline).await? {
+                    Some(b) => b,
+                    None => return Ok(()),
+                };
+            }
             match storage.delete_backup(id).await {
                 Ok(()) => {}
                 Err(CloudError::NotFound { .. }) => return Ok(()),
                 Err(CloudError::Conflict { message, .. }) => {
                     return Err(Error::precondition(format!(
-                        "backup {id} (status {}) cannot be deleted now: {message}",
+                        "backup {id} (status {}) cannot be deleted: {message}",
                         b.status
                     )))
                 }
@@ -77,4 +84,80 @@ async fn snapshot_gone(cloud: &Cloud, id: &str, deadline: Instant) -> Result<()>
         Ok(_) | Err(CloudError::NotFound { .. }) => Ok(()),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Cinder refused to delete snapshot `id`: gone → OK; deleting → wait until gone; still
+/// transitional → wait until it settles. Then one more delete: the refusal may also have
+/// raced the end of the creation (the snapshot reads `available` already). Refused again →
+/// FailedPrecondition with Cinder's reason (e.g. a volume is being created from it).
+async fn delete_settled_snapshot(
+    cloud: &Cloud,
+    id: &str,
+    refusal: &str,
+    deadline: Instant,
+) -> Result<()> {
+    let storage = &cloud.storage;
+    let s = match storage.get_snapshot(id).await {
+        Err(CloudError::NotFound { .. }) => return Ok(()),
+        Err(e) => return Err(e.into()),
+        Ok(s) => s,
+    };
+    if s.status == SnapshotStatus::Deleting {
+        return snapshot_gone(cloud, id, deadline).await;
+    }
+    let mut status = s.status;
+    if snapshot_transitional(&status) {
+        tracing::info!(snapshot = id, %status,
+            "Cinder refused to delete the snapshot while it settles; waiting, then deleting");
+        // An error state ends the wait as well: Cinder deletes snapshots in `error`.
+        match storage
+            .wait_snapshot(id, &SnapshotWait::Available, deadline)
+            .await
+        {
+            Ok(s) => status = s.status,
+            Err(CloudError::ErrorState { status: st, .. }) => status = SnapshotStatus::parse(&st),
+            Err(CloudError::NotFound { .. }) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        }
+    } else {
+        tracing::debug!(snapshot = id, %status, refusal,
+            "Cinder refused to delete the snapshot; trying once more");
+    }
+    match storage.delete_snapshot(id).await {
+        Ok(()) => snapshot_gone(cloud, id, deadline).await,
+        Err(CloudError::NotFound { .. }) => Ok(()),
+        Err(CloudError::Conflict { message, .. }) => Err(Error::precondition(format!(
+            "snapshot {id} (status {status}) cannot be deleted: {message}"
+        ))),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Wait until backup `id` leaves its transitional state; `None` when it is gone.
+async fn settle_backup(cloud: &Cloud, id: &str, deadline: Instant) -> Result<Option<Backup>> {
+    let storage = &cloud.storage;
+    match storage
+        .wait_backup(id, &BackupWait::Available, deadline)
+        .await
+    {
+        Ok(b) => Ok(Some(b)),
+        // Cinder deletes backups in `error`; re-read for the status the message shows.
+        Err(CloudError::ErrorState { .. }) => match storage.get_backup(id).await {
+            Ok(b) => Ok(Some(b)),
+            Err(CloudError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        },
+        Err(CloudError::NotFound { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A snapshot status Cinder leaves on its own (`creating`, `backing-up`, `restoring`, …), as
+/// opposed to `available`, `deleting` and the error states.
+fn snapshot_transitional(s: &SnapshotStatus) -> bool {
+    !s.is_error() && !matches!(s, SnapshotStatus::Available | SnapshotStatus::Deleting)
+}
+
+fn backup_transitional(s: &BackupStatus) -> bool {
+    !s.is_error() && !matches!(s, BackupStatus::Available | BackupStatus::Deleting)
 }

@@ -86,6 +86,7 @@ impl Controller {
     }
 
     pub async fn create_snapshot(&self, req: CreateSnapshot) -> Result<SnapshotInfo> {
+        super::validate::name("snapshot", &req.name)?;
         let cloud = self.cloud(&req.cloud)?;
         match req.params.kind {
             SnapshotKind::Snapshot => self.create_plain_snapshot(cloud, &req).await,

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 
 use super::Controller;
 use crate::cloud::{Cloud, Clouds};
-use crate::driver::types::topology_value;
+use crate::driver::types::{topology_value, TopologyRequirement, ZONE_TOPOLOGY_KEY};
 use crate::driver::{Error, Result};
 
 /// A value the cached list cannot place refreshes the list, at most this often: a new AZ is
@@ -29,6 +29,8 @@ struct Known {
     zones: Vec<String>,
     /// When the list was last asked for (also when that failed); `None` = never.
     listed_at: Option<Instant>,
+    /// The last request for the list failed, so `zones` may be stale or empty.
+    list_failed: bool,
 }
 
 /// Per cloud, behind an async lock so concurrent RPCs that need the list wait for one
@@ -74,13 +76,39 @@ fn match_zone(zones: &[String], value: &str) -> Match {
     }
 }
 
+/// What the zone list says about a topology value.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Lookup {
+    Found(String),
+    /// No Cinder zone has this label form; the zones the cloud listed.
+    Missing(Vec<String>),
+    /// The cloud's zones are not known (no list, or listing failed): Cinder decides.
+    Unlisted,
+}
+
 impl Controller {
     /// The Cinder AZ the topology zone `value` names. A value no Cinder zone matches goes to
     /// Cinder unchanged (as before this mapping existed): Cinder's answer decides, e.g. with
     /// `ignore-volume-az` the topology holds Nova zones that Cinder may fall back from.
     pub(super) async fn cinder_zone(&self, cloud: &Cloud, value: &str) -> Result<String> {
+        match self.lookup_zone(cloud, value).await? {
+            Lookup::Found(zone) => Ok(zone),
+            Lookup::Missing(known) => {
+                tracing::info!(
+                    cloud = %cloud.name, zone = value, ?known,
+                    "topology zone names no Cinder availability zone; passing it to Cinder as it is"
+                );
+                Ok(value.to_string())
+            }
+            Lookup::Unlisted => Ok(value.to_string()),
+        }
+    }
+
+    /// Look `value` up in the cloud's zone list (cached; a miss lists again at most every
+    /// [`ZONE_REFRESH`]).
+    pub(super) async fn lookup_zone(&self, cloud: &Cloud, value: &str) -> Result<Lookup> {
         let Some(cell) = self.zones.by_cloud.get(&cloud.name) else {
-            return Ok(value.to_string());
+            return Ok(Lookup::Unlisted);
         };
         let mut known = cell.lock().await;
         let mut found = match_zone(&known.zones, value);
@@ -95,36 +123,94 @@ impl Controller {
                 Ok(zones) => {
                     tracing::debug!(cloud = %cloud.name, ?zones, "listed the availability zones");
                     known.zones = zones;
+                    known.list_failed = false;
                     found = match_zone(&known.zones, value);
                 }
-                Err(e) => tracing::warn!(
-                    cloud = %cloud.name, error = %e,
-                    "cannot list the availability zones; topology zones go to Cinder as they are"
-                ),
+                Err(e) => {
+                    known.list_failed = true;
+                    tracing::warn!(
+                        cloud = %cloud.name, error = %e,
+                        "cannot list the availability zones; topology zones go to Cinder as they are"
+                    )
+                }
             }
         }
         match found {
-            Match::Found(zone) => Ok(zone),
-            Match::Missing => {
-                tracing::info!(
-                    cloud = %cloud.name, zone = value, known = ?known.zones,
-                    "topology zone names no Cinder availability zone; passing it to Cinder as it is"
-                );
-                Ok(value.to_string())
+            Match::Found(zone) => Ok(Lookup::Found(zone)),
+            Match::Missing if known.list_failed || known.listed_at.is_none() => {
+                Ok(Lookup::Unlisted)
             }
+            Match::Missing => Ok(Lookup::Missing(known.zones.clone())),
             Match::Ambiguous(zones) => Err(Error::precondition(format!(
                 "topology zone {value:?} is the label form of several Cinder availability \
                  zones ({}), so it does not say which one is meant; rename the zones so their \
                  label forms differ, or pin the zone with the StorageClass parameter \
                  \"availability\"",
-                zones
-                    .iter()
-                    .map(|z| format!("{z:?}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                quoted(&zones)
             ))),
         }
     }
+
+    /// The Cinder zone for a CreateVolume with a requisite topology: the first preferred, then
+    /// the first requisite zone Cinder has. CSI: the volume "MUST be accessible from at least
+    /// one of the requisite topologies", so when no requisite term names a zone Cinder has,
+    /// nothing is created and the answer is RESOURCE_EXHAUSTED ("Unable to provision in
+    /// accessible_topology"). When the zone list is unavailable Cinder decides, as before.
+    pub(super) async fn requisite_zone(
+        &self,
+        cloud: &Cloud,
+        t: &TopologyRequirement,
+    ) -> Result<String> {
+        let mut asked: Vec<String> = Vec::new();
+        for value in t
+            .preferred
+            .iter()
+            .chain(t.requisite.iter())
+            .filter_map(|term| term.get(ZONE_TOPOLOGY_KEY))
+        {
+            if asked.contains(value) {
+                continue;
+            }
+            asked.push(value.clone());
+            match self.lookup_zone(cloud, value).await? {
+                Lookup::Found(zone) => return Ok(zone),
+                Lookup::Unlisted => return Ok(value.clone()),
+                Lookup::Missing(_) => {}
+            }
+        }
+        let known = match self.lookup_zone(cloud, "").await? {
+            Lookup::Missing(known) => known,
+            _ => Vec::new(),
+        };
+        Err(Error::ResourceExhausted(if asked.is_empty() {
+            format!(
+                "accessibility_requirements.requisite names no zone (key {ZONE_TOPOLOGY_KEY}), \
+                 so no Cinder availability zone satisfies it; the nodes must report \
+                 {ZONE_TOPOLOGY_KEY} (Cinder's zones: {})",
+                quoted(&known)
+            )
+        } else {
+            format!(
+                "no Cinder availability zone satisfies accessibility_requirements.requisite: it \
+                 allows zone{} {} and Cinder's zones are {}; schedule the volume to nodes in one \
+                 of Cinder's zones, or add the zone to Cinder",
+                if asked.len() == 1 { "" } else { "s" },
+                quoted(&asked),
+                quoted(&known)
+            )
+        }))
+    }
+}
+
+fn quoted(zones: &[String]) -> String {
+    if zones.is_empty() {
+        return "(none)".to_string();
+    }
+    zones
+        .iter()
+        .map(|z| format!("{z:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ mod list;
 mod modify;
 mod publish;
 mod snapshots;
+mod validate;
 mod zones;
 
 use std::collections::{BTreeMap, HashMap};

@@ -46,10 +46,6 @@ async fn bad_requests() {
     let e = env();
     let v = e.create("a", 1).await;
     assert_matches!(
-        e.ctl.modify_volume(modify_req(&v.id, &[])).await,
-        Err(Error::InvalidArgument(_))
-    );
-    assert_matches!(
         e.ctl.modify_volume(modify_req(&v.id, &[("type", "nope")])).await,
         Err(Error::InvalidArgument(m)) if m.contains("nope")
     );
@@ -61,6 +57,30 @@ async fn bad_requests() {
         Err(Error::VolumeNotFound { .. })
     );
     assert_eq!(e.fake.calls(Op::RetypeVolume), 0);
+}
+
+/// csi-sanity (no mutable-parameters file) sends empty `mutable_parameters`: NotFound for a
+/// volume that does not exist, OK and nothing changed for one that does.
+#[tokio::test(start_paused = true)]
+async fn empty_parameters_check_the_volume_and_change_nothing() {
+    let e = env();
+    assert_matches!(
+        e.ctl.modify_volume(modify_req("missing", &[])).await,
+        Err(Error::VolumeNotFound { id }) if id == "missing"
+    );
+    let v = e.create("a", 1).await;
+    let before = e.fake.volume(&v.id).unwrap();
+    for _ in 0..2 {
+        e.ctl.modify_volume(modify_req(&v.id, &[])).await.unwrap();
+        // Sidecar keys alone are no request either.
+        e.ctl
+            .modify_volume(modify_req(&v.id, &[("csi.storage.k8s.io/pv/name", "pv-1")]))
+            .await
+            .unwrap();
+    }
+    assert_eq!(e.fake.volume(&v.id).unwrap(), before);
+    assert_eq!(e.fake.calls(Op::RetypeVolume), 0);
+    assert_eq!(e.fake.calls(Op::GetVolumeType), 0);
 }
 
 #[tokio::test(start_paused = true)]

@@ -276,8 +276,10 @@ async fn delete_snapshot_and_backup_idempotently() {
     assert_eq!(e.ctl.cleaned_len(), 0, "a deleted backup leaves the cache");
 }
 
+/// Cinder refuses (400) to delete a backup that is still being created; DeleteSnapshot waits
+/// until it is done and deletes it, with its temporary snapshot.
 #[tokio::test(start_paused = true)]
-async fn delete_of_an_unfinished_backup_also_removes_its_temporary_snapshot() {
+async fn delete_of_an_unfinished_backup_waits_and_removes_its_temporary_snapshot() {
     let e = env();
     let v = e.create("a", 1).await;
     let b = e
@@ -285,16 +287,104 @@ async fn delete_of_an_unfinished_backup_also_removes_its_temporary_snapshot() {
         .await
         .unwrap();
     assert!(!b.ready_to_use);
-    // Cinder refuses to delete a backup that is still being created.
-    assert_matches!(
-        e.ctl.delete_snapshot(delete_req(&b.id)).await,
-        Err(Error::FailedPrecondition(_))
+    assert_eq!(
+        e.fake.backups()[0].status,
+        BackupStatus::Creating,
+        "still creating when DeleteSnapshot comes"
     );
-    e.fake.settle_all();
     e.ctl.delete_snapshot(delete_req(&b.id)).await.unwrap();
+    assert!(e.fake.backups().is_empty(), "deleted, not only asked to");
+    assert_eq!(e.fake.calls(Op::DeleteBackup), 1, "no refused attempt");
+    // The temporary snapshot's delete is asked for (not waited on).
+    assert!(e
+        .fake
+        .snapshots()
+        .iter()
+        .all(|s| s.status == SnapshotStatus::Deleting));
     e.fake.settle_all();
-    assert!(e.fake.backups().is_empty());
     assert!(e.fake.snapshots().is_empty());
+}
+
+/// The VolumeSnapshot deleted right after it was made: DeleteSnapshot of a snapshot Cinder
+/// still has `creating` waits it out and deletes it (was: Cinder's 400 as FailedPrecondition).
+#[tokio::test(start_paused = true)]
+async fn delete_right_after_create_waits_then_deletes() {
+    let e = env();
+    let v = e.create("a", 1).await;
+    let s = e.snapshot("s", &v.id, &[]).await.unwrap();
+    assert_eq!(
+        e.fake.snapshot(&s.id).unwrap().status,
+        SnapshotStatus::Creating
+    );
+    e.ctl.delete_snapshot(delete_req(&s.id)).await.unwrap();
+    assert!(e.fake.snapshots().is_empty());
+    // A snapshot that failed is deleted as well (Cinder deletes `error` snapshots).
+    e.fake.fail_next_snapshot_creation();
+    let s = e.snapshot("t", &v.id, &[]).await.unwrap();
+    e.ctl.delete_snapshot(delete_req(&s.id)).await.unwrap();
+    assert!(e.fake.snapshots().is_empty());
+}
+
+/// Seen on the real cloud: Cinder refuses the delete while the snapshot is `creating`, and by
+/// the time the driver looks, it is `available`. One more delete, not FailedPrecondition.
+#[tokio::test(start_paused = true)]
+async fn a_refusal_that_raced_the_end_of_creation_is_retried() {
+    let e = env();
+    let v = e.create("a", 1).await;
+    let s = e.snapshot_ready("s", &v.id, &[]).await;
+    e.fake.fail_next(
+        Op::DeleteSnapshot,
+        crate::cloud::CloudError::Conflict {
+            message: "Invalid snapshot: Snapshot status must be available or error".into(),
+            request_id: Default::default(),
+        },
+    );
+    e.ctl.delete_snapshot(delete_req(&s.id)).await.unwrap();
+    assert!(e.fake.snapshots().is_empty());
+    assert_eq!(e.fake.calls(Op::DeleteSnapshot), 2);
+    // A refusal that stands is FailedPrecondition with Cinder's reason.
+    let s = e.snapshot_ready("t", &v.id, &[]).await;
+    for _ in 0..2 {
+        e.fake.fail_next(
+            Op::DeleteSnapshot,
+            crate::cloud::CloudError::Conflict {
+                message: "snapshot is in use".into(),
+                request_id: Default::default(),
+            },
+        );
+    }
+    assert_matches!(
+        e.ctl.delete_snapshot(delete_req(&s.id)).await,
+        Err(Error::FailedPrecondition(m)) if m.contains("snapshot is in use")
+    );
+}
+
+/// The wait is bounded by the RPC deadline: Aborted with the last status, nothing deleted,
+/// and the retry deletes it once it has settled.
+#[tokio::test(start_paused = true)]
+async fn delete_of_a_snapshot_that_does_not_settle_is_aborted_at_the_deadline() {
+    let e = env();
+    let v = e.create("a", 1).await;
+    e.fake.set_settle_after(1_000_000);
+    let s = e.snapshot("s", &v.id, &[]).await.unwrap();
+    let short = |id: &str| DeleteSnapshot {
+        snapshot_id: id.into(),
+        cloud: String::new(),
+        deadline: Instant::now() + Duration::from_secs(5),
+    };
+    assert_matches!(
+        e.ctl.delete_snapshot(short(&s.id)).await,
+        Err(Error::Cloud(crate::cloud::CloudError::WaitTimeout { last_status, .. }))
+            if last_status == "creating"
+    );
+    assert_eq!(
+        e.fake.snapshot(&s.id).unwrap().status,
+        SnapshotStatus::Creating
+    );
+    e.fake.set_settle_after(0);
+    e.fake.settle_all();
+    e.ctl.delete_snapshot(delete_req(&s.id)).await.unwrap();
+    assert!(e.fake.snapshot(&s.id).is_none());
 }
 
 #[tokio::test(start_paused = true)]

@@ -1,0 +1,161 @@
+//! Checks of caller input that Cinder or the node would otherwise refuse later, or worse,
+//! accept: names Cinder cannot store, filesystems no node can make, sizes beyond Cinder's
+//! column. Each runs before any cloud call, so a refused request changes nothing, and its
+//! message says what to send instead.
+
+use crate::cloud::GIB;
+use crate::driver::types::{AccessType, VolumeCapability};
+use crate::driver::{Error, Result};
+use crate::host::FsKind;
+
+/// Cinder's `name` columns (volumes, snapshots, backups) are `String(255)`.
+pub const MAX_NAME_BYTES: usize = 255;
+
+/// Cinder's largest size: its API schema caps `size` at the database's `DB_MAX_INT`
+/// (2³¹−1 GiB, about 2 EiB).
+pub const MAX_VOLUME_GIB: u64 = i32::MAX as u64;
+
+/// A CSI `name` (CreateVolume, CreateSnapshot) Cinder can store and show: at most 255 bytes,
+/// no control characters (NUL included).
+pub fn name(what: &str, raw: &str) -> Result<()> {
+    if raw.len() > MAX_NAME_BYTES {
+        return Err(Error::invalid(format!(
+            "{what} name is {} bytes long; Cinder stores at most {MAX_NAME_BYTES}: use a \
+             shorter name",
+            raw.len()
+        )));
+    }
+    if let Some(c) = raw.chars().find(|c| c.is_control()) {
+        return Err(Error::invalid(format!(
+            "{what} name {raw:?} contains the control character {:?}; use printable \
+             characters only",
+            c
+        )));
+    }
+    Ok(())
+}
+
+/// The filesystems the node formats and mounts, for messages.
+fn supported_filesystems() -> String {
+    let names: Vec<&str> = FsKind::ALL.iter().map(|k| k.as_str()).collect();
+    format!("{} (empty means ext4)", names.join(", "))
+}
+
+/// Why a capability's `fs_type` cannot be served (no node can make that filesystem), or
+/// `None`. Spelled as the node reads it: case-insensitive, surrounding blanks ignored.
+pub fn unsupported_fs_type(cap: &VolumeCapability) -> Option<String> {
+    let AccessType::Mount {
+        fs_type: Some(fs), ..
+    } = &cap.access_type
+    else {
+        return None;
+    };
+    if FsKind::parse(&fs.trim().to_ascii_lowercase()).is_some() {
+        return None;
+    }
+    Some(format!(
+        "volume capability fs_type {fs:?} is not a filesystem this driver supports; use one \
+         of {}",
+        supported_filesystems()
+    ))
+}
+
+/// Every capability's `fs_type` is supported (CreateVolume: InvalidArgument otherwise).
+pub fn fs_types(caps: &[VolumeCapability]) -> Result<()> {
+    match caps.iter().find_map(unsupported_fs_type) {
+        Some(why) => Err(Error::invalid(why)),
+        None => Ok(()),
+    }
+}
+
+/// A size Cinder can hold (CSI: an unsupported capacity is OUT_OF_RANGE).
+pub fn size_gib(gib: u64) -> Result<()> {
+    if gib > MAX_VOLUME_GIB {
+        return Err(Error::OutOfRange(format!(
+            "{gib} GiB is larger than Cinder's largest volume ({MAX_VOLUME_GIB} GiB, {} bytes); \
+             ask for less",
+            MAX_VOLUME_GIB * GIB
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::types::AccessMode;
+
+    fn mount(fs: Option<&str>) -> VolumeCapability {
+        VolumeCapability {
+            access_type: AccessType::Mount {
+                fs_type: fs.map(str::to_string),
+                mount_flags: vec![],
+                volume_mount_group: None,
+            },
+            access_mode: AccessMode::SingleNodeWriter,
+        }
+    }
+
+    #[test]
+    fn names_cinder_can_store() {
+        assert!(name("volume", "pvc-0d1e").is_ok());
+        assert!(name("volume", &"a".repeat(255)).is_ok());
+        // 255 bytes, not characters: "é" is two.
+        assert!(name("volume", &"é".repeat(128)).is_err());
+        for bad in [
+            "a".repeat(256),
+            "a".repeat(10 * 1024),
+            "a\0b".into(),
+            "tab\there".into(),
+            "line\nbreak".into(),
+            "del\u{7f}".into(),
+        ] {
+            let e = name("snapshot", &bad).unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument(_)), "{bad:?}");
+            assert!(e.to_string().starts_with("snapshot name"), "{e}");
+        }
+    }
+
+    #[test]
+    fn filesystems_the_node_supports() {
+        for ok in [
+            None,
+            Some("ext4"),
+            Some("XFS"),
+            Some(" btrfs "),
+            Some("ext2"),
+        ] {
+            assert_eq!(unsupported_fs_type(&mount(ok)), None, "{ok:?}");
+        }
+        for bad in ["notafs", "../../bin/sh", "ext4; touch X", "vfat", "ext4 "] {
+            let cap = mount(Some(bad));
+            if bad.trim() == "ext4" {
+                assert_eq!(unsupported_fs_type(&cap), None);
+                continue;
+            }
+            let why = unsupported_fs_type(&cap).expect(bad);
+            assert!(why.contains("ext4, xfs, btrfs"), "{why}");
+            assert!(matches!(
+                fs_types(&[mount(None), cap]),
+                Err(Error::InvalidArgument(_))
+            ));
+        }
+        let block = VolumeCapability {
+            access_type: AccessType::Block,
+            access_mode: AccessMode::SingleNodeWriter,
+        };
+        assert_eq!(unsupported_fs_type(&block), None);
+    }
+
+    #[test]
+    fn sizes_beyond_cinder_are_out_of_range() {
+        assert!(size_gib(1).is_ok());
+        assert!(size_gib(MAX_VOLUME_GIB).is_ok());
+        assert!(matches!(
+            size_gib(MAX_VOLUME_GIB + 1),
+            Err(Error::OutOfRange(_))
+        ));
+        // 4 EiB.
+        assert!(matches!(size_gib(4 << 30), Err(Error::OutOfRange(_))));
+    }
+}
