@@ -210,7 +210,7 @@ async fn node_checks(
     plan: &Plan,
     timeout: Duration,
 ) -> Option<crate::driver::node::NodeInfo> {
-    let host = LinuxHost::host(app::by_id_dir(serve));
+    let host = LinuxHost::host(app::by_id_dir(serve), &serve.kubelet_dir);
     let fs = host.filesystems.clone();
     let tools = tokio::task::spawn_blocking(move || node::tools(fs.as_ref()))
         .await
