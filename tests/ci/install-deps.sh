@@ -10,9 +10,9 @@ export DEBIAN_FRONTEND=noninteractive
 # with venv (30-deploy's and the test cloud's virtualenvs are made from /usr/bin/python3),
 # its headers and a C toolchain (uWSGI, pinned by the test cloud, has no wheel: pip compiles it).
 # buildah, podman, runc and debootstrap build and run the container image with no registry
-# and no Docker engine (60-image). prometheus ships promtool (36-metrics checks /metrics with it).
+# and no Docker engine (60-image).
 pkgs=(e2fsprogs xfsprogs btrfs-progs util-linux mount udev genisoimage dosfstools unzip mtools
-    python3 python3-venv python3-dev build-essential buildah podman runc debootstrap prometheus)
+    python3 python3-venv python3-dev build-essential buildah podman runc debootstrap)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -26,8 +26,8 @@ if ((${#missing[@]})); then
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# promtool (37-monitoring) from Debian's prometheus package, unpacked rather than installed:
-# installing it would start a Prometheus server (its postinst enables the service).
+# promtool (36-metrics, 37-monitoring) from Debian's prometheus package, unpacked rather than
+# installed: installing it would start a Prometheus server (its postinst enables the service).
 if ! command -v promtool >/dev/null; then
     echo "install-deps: unpacking promtool from Debian's prometheus package"
     deb=$(mktemp -d)
