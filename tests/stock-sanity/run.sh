@@ -20,13 +20,17 @@ for build in "${builds[@]}"; do
         report=$results/$build-$access.xml
         out=$results/$build-$access.log
         rm -f "$report"
+        # Directories of its own per run, so what one run leaves mounted cannot fail the next.
+        # csi-sanity makes mount/ and staging/, not their parents (kubelet makes those).
+        dirs=stock-sanity-$build-$access
+        mkdir -p "$kubelet/plugins/$dirs" "$kubelet/pods/$dirs"
         echo "--> stock sanity: $run"
         t=$SECONDS
         set +e
         # Each spec's own timeouts bound it; the whole run is bounded here too.
         timeout 25m "$bin" -csi.endpoint "unix://$sock" \
-            -csi.stagingdir "$kubelet/plugins/stock-sanity/staging" \
-            -csi.mountdir "$kubelet/pods/stock-sanity/mount" \
+            -csi.stagingdir "$kubelet/plugins/$dirs/staging" \
+            -csi.mountdir "$kubelet/pods/$dirs/mount" \
             -csi.testvolumeaccesstype "$access" \
             -ginkgo.junit-report "$report" -ginkgo.timeout 20m -ginkgo.no-color "$@" >"$out" 2>&1
         rc=$?
