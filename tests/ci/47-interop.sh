@@ -57,7 +57,11 @@ install_node() {
     node_modules=$dir/node_modules
 }
 install_java() {
-    java_cp=$cache/java-classpath.txt
+    # Keyed by the pom, reused while every jar it names is still in the cache.
+    java_cp=$cache/java-classpath-$(sha256sum tests/interop/java/pom.xml | cut -c1-16).txt
+    if [[ -s $java_cp ]] && tr ':' '\n' <"$java_cp" | xargs ls >/dev/null 2>&1; then
+        return 0
+    fi
     mvn -q -B -Dmaven.repo.local="$cache/m2" -f tests/interop/java/pom.xml \
         dependency:build-classpath -Dmdep.outputFile="$java_cp" || return 1
     [[ -s $java_cp ]] || { echo "47-interop: maven resolved no classpath" >&2; return 1; }
