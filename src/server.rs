@@ -17,6 +17,9 @@ use tracing::Instrument;
 
 use crate::metrics::Metrics;
 
+mod authority;
+pub use authority::AuthorityFix;
+
 /// Where to listen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Endpoint {
@@ -138,7 +141,11 @@ where
     };
     let (socket, server) = match listener {
         Listener::Unix(path, l) => {
-            let incoming = tokio_stream::wrappers::UnixListenerStream::new(l);
+            // Every Unix connection's header blocks pass through AuthorityFix (see there).
+            let incoming = tokio_stream::StreamExt::map(
+                tokio_stream::wrappers::UnixListenerStream::new(l),
+                |conn| conn.map(AuthorityFix::new),
+            );
             let fut = router.serve_with_incoming_shutdown(incoming, stop);
             (Some(path), tokio::spawn(fut))
         }

