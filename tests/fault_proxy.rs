@@ -149,7 +149,20 @@ async fn catalog_goes_through_the_proxy_and_services_can_be_hidden() {
     assert_eq!(cinder, "", "hidden: {doc}");
     assert_eq!(doc["token"]["catalog"].as_array().unwrap().len(), 2);
     proxy.unhide_all();
-    assert_ne!(token(&proxy).await.1, "");
+    let (_, cinder) = token(&proxy).await;
+    assert_ne!(cinder, "");
+
+    // A revoked token: every request carrying it is refused, others pass.
+    assert!(proxy.revoke_current_token());
+    let c = client(Duration::from_secs(5));
+    let with = |t: &str| {
+        c.get(format!("{cinder}/volumes/{VOL}"))
+            .header("x-auth-token", t)
+            .send()
+    };
+    assert_eq!(with("tok-1").await.unwrap().status(), 401);
+    assert_eq!(with("tok-2").await.unwrap().status(), 200);
+    assert_eq!(proxy.revoked_hits(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -348,4 +361,11 @@ async fn windows_delays_and_token_expiry() {
     assert_eq!(proxy.injected(skew), 1);
     let (doc, _) = token(&proxy).await;
     assert_eq!(doc["token"]["expires_at"], "2099-01-01T00:00:00.000000Z");
+    proxy.inject(Rule::new(
+        "POST /v3/auth/tokens",
+        When::Nth(1),
+        Fault::TokenSkew(-3600),
+    ));
+    let (doc, _) = token(&proxy).await;
+    assert_eq!(doc["token"]["expires_at"], "2098-12-31T23:00:00.000000Z");
 }

@@ -63,6 +63,10 @@ struct State {
     hidden: Mutex<HashSet<String>>,
     release: tokio::sync::Notify,
     client: reqwest::Client,
+    /// The last token Keystone issued through us, and the tokens revoked since.
+    last_token: Mutex<Option<String>>,
+    revoked: Mutex<HashSet<String>>,
+    revoked_hits: std::sync::atomic::AtomicU64,
 }
 
 /// The proxy; see the module doc. Dropping it closes every listener and connection.
@@ -89,6 +93,9 @@ impl FaultProxy {
             hidden: Mutex::default(),
             release: tokio::sync::Notify::new(),
             client,
+            last_token: Mutex::default(),
+            revoked: Mutex::default(),
+            revoked_hits: Default::default(),
         });
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -175,6 +182,21 @@ impl FaultProxy {
 
     pub fn unhide_all(&self) {
         self.state.hidden.lock().unwrap().clear();
+    }
+
+    /// Revoke the last token Keystone issued: from now on every request carrying it gets 401,
+    /// as Keystone's revocation does. Returns whether there was one.
+    pub fn revoke_current_token(&self) -> bool {
+        let last = self.state.last_token.lock().unwrap().clone();
+        match last {
+            Some(t) => self.state.revoked.lock().unwrap().insert(t),
+            None => false,
+        }
+    }
+
+    /// Requests refused because their token was revoked.
+    pub fn revoked_hits(&self) -> u64 {
+        self.state.revoked_hits.load(Ordering::SeqCst)
     }
 
     /// End every [`Fault::Hang`] now (each then resets its connection).
@@ -320,7 +342,26 @@ async fn handle(
         .path_and_query()
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|| "/".into());
-    let (seq, fault) = decide(&state, &service, &method, &path);
+    let revoked = req
+        .headers()
+        .get("x-auth-token")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| state.revoked.lock().unwrap().contains(t));
+    let (seq, fault) = if revoked {
+        state.revoked_hits.fetch_add(1, Ordering::SeqCst);
+        let mut log = state.log.lock().unwrap();
+        log.push(Seen {
+            service: service.clone(),
+            method: method.clone(),
+            route: route_of(&method, &path),
+            path: path.clone(),
+            fault: Some("revoked token".into()),
+            status: Some(401),
+        });
+        (log.len() - 1, Some(Fault::Status(401)))
+    } else {
+        decide(&state, &service, &method, &path)
+    };
     let (parts, body) = req.into_parts();
     let body = body
         .collect()
@@ -367,6 +408,7 @@ async fn handle(
         }
         Some(Fault::Garbage) => bytes = Bytes::from_static(b"<html><body>oops</body></html>"),
         Some(Fault::TokenExpiresIn(secs)) => bytes = set_expiry(&bytes, *secs),
+        Some(Fault::TokenSkew(secs)) => bytes = skew_token(&bytes, *secs),
         _ => {}
     }
     answered(Some(status.as_u16()));
@@ -441,6 +483,9 @@ async fn forward(
         .await
         .map_err(|e| format!("{upstream}: {e}"))?;
     let (status, headers) = (resp.status(), resp.headers().clone());
+    if let Some(t) = headers.get("x-subject-token").and_then(|v| v.to_str().ok()) {
+        *state.last_token.lock().unwrap() = Some(t.to_string());
+    }
     let bytes = resp.bytes().await.map_err(|e| e.to_string())?;
     let bytes = if service == "keystone" {
         rewrite_catalog(state, &bytes).await
@@ -521,6 +566,28 @@ fn set_expiry(bytes: &Bytes, secs: i64) -> Bytes {
             "expires_at".into(),
             Value::String(at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()),
         );
+    }
+    Bytes::from(serde_json::to_vec(&doc).unwrap())
+}
+
+fn skew_token(bytes: &Bytes, secs: i64) -> Bytes {
+    let Ok(mut doc) = serde_json::from_slice::<Value>(bytes) else {
+        return bytes.clone();
+    };
+    if let Some(t) = doc.get_mut("token").and_then(Value::as_object_mut) {
+        for key in ["issued_at", "expires_at"] {
+            let at = t
+                .get(key)
+                .and_then(Value::as_str)
+                .and_then(|s| s.parse::<chrono::DateTime<chrono::Utc>>().ok());
+            if let Some(at) = at {
+                let moved = at + chrono::Duration::seconds(secs);
+                t.insert(
+                    key.into(),
+                    Value::String(moved.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()),
+                );
+            }
+        }
     }
     Bytes::from(serde_json::to_vec(&doc).unwrap())
 }

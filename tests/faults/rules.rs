@@ -30,6 +30,9 @@ pub enum Fault {
     /// Forward; in a Keystone token response set `expires_at` to now + this many seconds
     /// (negative: already expired by the client's clock: clock skew).
     TokenExpiresIn(i64),
+    /// Forward; in a Keystone token response move `issued_at` and `expires_at` by this many
+    /// seconds: Keystone's clock is that far ahead of ours (behind, if negative).
+    TokenSkew(i64),
 }
 
 impl Fault {
@@ -43,6 +46,7 @@ impl Fault {
                 | Fault::Truncate
                 | Fault::Garbage
                 | Fault::TokenExpiresIn(_)
+                | Fault::TokenSkew(_)
         )
     }
 
@@ -59,6 +63,7 @@ impl Fault {
             Fault::Truncate => "truncated body".into(),
             Fault::Garbage => "non-JSON body".into(),
             Fault::TokenExpiresIn(s) => format!("token expires in {s} s"),
+            Fault::TokenSkew(s) => format!("Keystone clock {s:+} s"),
         }
     }
 }
