@@ -21,3 +21,7 @@ pub mod metrics;
 pub mod server;
 pub mod telemetry;
 pub mod version;
+
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;

@@ -32,7 +32,7 @@ struct CloudsFile {
 /// One `clouds.<name>` entry (the keys cinder-csi maps; others are ignored).
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(default)]
-struct CloudEntry {
+pub(crate) struct CloudEntry {
     auth: AuthEntry,
     region_name: Option<String>,
     interface: Option<String>,
@@ -98,7 +98,7 @@ impl std::fmt::Debug for AuthEntry {
 }
 
 /// Parses a clouds.yaml/secure.yaml text into its `clouds` entries.
-fn parse(file: &Path, text: &str) -> Result<BTreeMap<String, CloudEntry>, ConfigError> {
+pub(crate) fn parse(file: &Path, text: &str) -> Result<BTreeMap<String, CloudEntry>, ConfigError> {
     if text.trim().is_empty() {
         return Ok(BTreeMap::new());
     }

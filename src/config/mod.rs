@@ -43,6 +43,8 @@ mod assign;
 mod client_env;
 mod cloud_conf;
 mod clouds_yaml;
+#[cfg(feature = "fuzzing")]
+pub(crate) use clouds_yaml::parse as parse_clouds_yaml;
 mod error;
 mod ini;
 mod secret;

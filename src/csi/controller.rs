@@ -2,7 +2,7 @@
 //! in-flight guard (volume id, or the name for creates), makes one call into the controller
 //! core and builds the response. Secrets are read for the `cloud` key only and never logged.
 
-mod convert;
+pub(crate) mod convert;
 
 use std::sync::Arc;
 

@@ -196,6 +196,18 @@ pub struct Driver {
 
 impl Driver {
     pub fn start(cloud: &Cloud, node: usize, dir: &Path, kubelet: &Path) -> Driver {
+        let conf = PathBuf::from(cloud.var("OSTACK_CLOUD_CONF"));
+        Self::start_with_conf(cloud, node, dir, kubelet, &conf)
+    }
+
+    /// [`Driver::start`] with another cloud.conf (e.g. one whose auth-url is a fault proxy).
+    pub fn start_with_conf(
+        cloud: &Cloud,
+        node: usize,
+        dir: &Path,
+        kubelet: &Path,
+        conf: &Path,
+    ) -> Driver {
         let socket = dir.join("csi.sock");
         let log = dir.join("cinder-csi.log");
         // One open file for both streams: two would each write from offset 0 over the other.
@@ -212,7 +224,7 @@ impl Driver {
             .arg("--endpoint")
             .arg(format!("unix://{}", socket.display()))
             .arg("--cloud-config")
-            .arg(cloud.var("OSTACK_CLOUD_CONF"))
+            .arg(conf)
             .arg("--by-id-dir")
             .arg(cloud.node(node, "BY_ID_DIR"))
             .arg("--metadata-url")

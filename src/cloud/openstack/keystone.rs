@@ -24,7 +24,9 @@ use crate::cloud::{CloudError, RequestId};
 /// lived tokens), so no request starts with a token that expires in flight.
 pub const TOKEN_REFRESH_MARGIN: Duration = Duration::from_secs(120);
 /// After a failed renewal, keep using the still-valid token and try again after this long,
-/// instead of sending every request's renewal to a Keystone that is down.
+/// instead of sending every request's renewal to a Keystone that is down. A token whose
+/// catalog lacks Cinder or Nova is also renewed this soon: the endpoint may come back (a
+/// Keystone being reconfigured), and keeping that token would fail every call for its hour.
 pub const TOKEN_RETRY_AFTER: Duration = Duration::from_secs(5);
 
 /// A token with what came with it.
@@ -179,6 +181,14 @@ impl Keystone {
             refresh_at: started + lifetime.saturating_sub(margin),
             expires_at: started + lifetime,
         };
+        let session = if session.cinder.is_err() || session.nova.is_err() {
+            Session {
+                refresh_at: session.refresh_at.min(started + TOKEN_RETRY_AFTER),
+                ..session
+            }
+        } else {
+            session
+        };
         tracing::info!(
             auth = %self.method.description,
             lifetime_s = lifetime.as_secs(),
@@ -226,6 +236,23 @@ fn token_url(auth_url: &str) -> String {
         format!("{base}/auth/tokens")
     } else {
         format!("{base}/v3/auth/tokens")
+    }
+}
+
+/// The fuzz target of Keystone's token answer: decode, lifetime, catalog selection.
+#[cfg(feature = "fuzzing")]
+pub(crate) fn fuzz_token(body: &[u8]) {
+    if let Ok(env) = serde_json::from_slice::<TokenEnvelope>(body) {
+        let _ = env.token.lifetime();
+        for types in [catalog::BLOCK_STORAGE_TYPES, catalog::COMPUTE_TYPES] {
+            let _ = catalog::select(&env.token.catalog, types, Interface::Public, None);
+            let _ = catalog::select(
+                &env.token.catalog,
+                types,
+                Interface::Internal,
+                Some("RegionOne"),
+            );
+        }
     }
 }
 

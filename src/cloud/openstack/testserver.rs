@@ -53,6 +53,8 @@ pub struct FakeState {
     pub refuse_time_filter: bool,
     /// Answer 401 to every token (a revoked user, or a Keystone that lost its keys).
     pub reject_all_tokens: bool,
+    /// Leave Cinder out of the catalog of the tokens issued.
+    pub hide_cinder: bool,
 }
 
 #[derive(Clone)]
@@ -247,7 +249,8 @@ async fn handle(
             "user": {"id": "u", "name": "demo", "domain": {"id": "default"}},
             "catalog": [
                 {"type": "identity", "endpoints": ep(format!("{base}/identity/v3"))},
-                {"type": "block-storage", "endpoints": ep(format!("{base}/cinder/v3"))},
+                {"type": if s.hide_cinder { "other" } else { "block-storage" },
+                    "endpoints": ep(format!("{base}/cinder/v3"))},
                 {"type": "compute", "endpoints": ep(format!("{base}/nova/v2.1"))}
             ]}}),
         );

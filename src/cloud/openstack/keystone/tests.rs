@@ -185,3 +185,19 @@ async fn a_catalog_without_the_region_fails_clearly() {
         other => panic!("{other:?}"),
     }
 }
+
+#[tokio::test]
+async fn a_catalog_missing_cinder_is_asked_again_soon() {
+    // Found by tests/openstack_faults.rs: the token kept for its hour, every call failing.
+    let fake = Fake::start().await;
+    fake.with(|s| s.hide_cinder = true);
+    let (os, _) = cloud(&fake).await;
+    match os.check().await.unwrap_err() {
+        CloudError::Unsupported(m) => assert!(m.contains("catalog"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    fake.with(|s| s.hide_cinder = false);
+    tokio::time::sleep(TOKEN_RETRY_AFTER + Duration::from_millis(200)).await;
+    os.check().await.unwrap();
+    assert_eq!(fake.with(|s| s.tokens_issued), 2);
+}

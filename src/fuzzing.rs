@@ -1,0 +1,228 @@
+//! Entry points of the fuzz targets (tests/fuzz), behind the `fuzzing` feature: each takes
+//! arbitrary bytes and runs one parser or decoder the way the driver does, discarding the
+//! result. A panic (or a hang) is the bug; errors are the expected answer to garbage.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use prost::Message;
+use reqwest::header::HeaderMap;
+use reqwest::StatusCode;
+
+use crate::cloud::openstack::dto;
+use crate::cloud::{Backup, Resource, Server, ServerAttachment, Snapshot, Volume, VolumeType};
+use crate::csi::controller::convert as cconv;
+use crate::csi::{convert, pb};
+use crate::driver::controller::params::{MutableParams, SnapshotParams, VolumeParams};
+use crate::driver::controller::tokens::{Collection, ListToken};
+
+/// cloud.conf (INI) text → typed configuration.
+pub fn cloud_conf(text: &str) {
+    let _ = crate::config::parse_str(Path::new("cloud.conf"), text);
+}
+
+/// clouds.yaml text → its `clouds` entries.
+pub fn clouds_yaml(text: &str) {
+    let _ = crate::config::parse_clouds_yaml(Path::new("clouds.yaml"), text);
+}
+
+/// /proc/self/mountinfo text, line by line.
+pub fn mountinfo(text: &str) {
+    for line in text.lines() {
+        let _ = crate::host::linux::mountinfo::parse_line(line);
+    }
+}
+
+/// A config drive image (ISO 9660 or VFAT) at `path` → meta_data.json (read-only).
+pub fn config_drive(path: &Path) {
+    let _ = crate::metadata::config_drive::read_meta_data(path);
+}
+
+/// Cinder, Nova and Keystone answers: the first byte picks the document, the rest is the
+/// body; decoded with the adapter's DTOs and converted to domain types.
+pub fn openstack_json(data: &[u8]) {
+    let Some((&kind, body)) = data.split_first() else {
+        return;
+    };
+    fn conv<D: serde::de::DeserializeOwned, T>(body: &[u8], f: impl FnOnce(D) -> T) {
+        if let Ok(d) = serde_json::from_slice::<D>(body) {
+            let _ = f(d);
+        }
+    }
+    match kind % 12 {
+        0 => conv(body, |e: dto::VolumeEnvelope| Volume::from(e.volume)),
+        1 => conv(body, |l: dto::VolumeList| {
+            let next = dto::has_next(&l.volumes_links);
+            (l.volumes.into_iter().map(Volume::from).count(), next)
+        }),
+        2 => conv(body, |e: dto::SnapshotEnvelope| Snapshot::from(e.snapshot)),
+        3 => conv(body, |l: dto::SnapshotList| {
+            l.snapshots.into_iter().map(Snapshot::from).count()
+        }),
+        4 => conv(body, |e: dto::BackupEnvelope| Backup::from(e.backup)),
+        5 => conv(body, |l: dto::BackupList| {
+            l.backups.into_iter().map(Backup::from).count()
+        }),
+        6 => conv(body, |l: dto::VolumeTypeList| {
+            l.volume_types.into_iter().map(VolumeType::from).count()
+        }),
+        7 => conv(body, |e: dto::ServerEnvelope| Server::from(e.server)),
+        8 => conv(body, |l: dto::NovaAttachmentList| {
+            l.attachments
+                .into_iter()
+                .map(ServerAttachment::from)
+                .count()
+        }),
+        9 => conv(body, |q: dto::QuotaSetEnvelope| format!("{q:?}")),
+        10 => crate::cloud::openstack::keystone::fuzz_token(body),
+        _ => {
+            // An error answer of any status: message and request id extracted, then mapped.
+            let status = StatusCode::from_u16(400 + u16::from(kind) % 200)
+                .unwrap_or(StatusCode::BAD_REQUEST);
+            let e = crate::cloud::openstack::errors::ApiError::from_response(
+                status,
+                &HeaderMap::new(),
+                body,
+            );
+            let _ = e.into_cloud(Resource::Volume, "v");
+        }
+    }
+    if let Ok(s) = std::str::from_utf8(body) {
+        let _ = dto::parse_time(s);
+        let _ = crate::cloud::openstack::microversion::Microversion::parse(s);
+    }
+}
+
+/// A ListVolumes/ListSnapshots `starting_token`.
+pub fn list_token(text: &str) {
+    for allowed in [
+        &[Collection::Volumes][..],
+        &[Collection::Snapshots, Collection::Backups][..],
+    ] {
+        if let Ok(t) = ListToken::decode(text, allowed, &["", "a", "other"]) {
+            // What decodes must encode back to a token that decodes the same.
+            let again = ListToken::decode(&t.encode(), allowed, &["", "a", "other"]);
+            assert_eq!(
+                again.ok().as_ref(),
+                Some(&t),
+                "token round trip of {text:?}"
+            );
+        }
+    }
+}
+
+fn map(m: &std::collections::HashMap<String, String>) -> HashMap<String, String> {
+    m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+/// Arbitrary protobuf of a CSI request (the first byte picks the RPC) → prost decode → the
+/// conversions and validations the handlers run before any side effect; every error is
+/// mapped to its gRPC status, as the handlers do.
+pub fn grpc_request(data: &[u8]) {
+    let Some((&kind, body)) = data.split_first() else {
+        return;
+    };
+    let mut errors = vec![];
+    let mut check = |r: Result<(), crate::driver::Error>| {
+        if let Err(e) = r {
+            errors.push(e);
+        }
+    };
+    macro_rules! decode {
+        ($t:ty) => {
+            match <$t>::decode(body) {
+                Ok(r) => r,
+                Err(_) => return,
+            }
+        };
+    }
+    match kind % 14 {
+        0 => {
+            let r = decode!(pb::CreateVolumeRequest);
+            check(convert::required(&r.name, "name").map(drop));
+            check(convert::capacity_range(r.capacity_range.as_ref()).map(drop));
+            check(convert::capabilities(&r.volume_capabilities).map(drop));
+            check(VolumeParams::parse(&map(&r.parameters)).map(drop));
+            check(MutableParams::parse(&map(&r.mutable_parameters)).map(drop));
+            check(cconv::content_source(r.volume_content_source.as_ref()).map(drop));
+            let _ = convert::topology_requirement(r.accessibility_requirements.as_ref());
+        }
+        1 => {
+            let r = decode!(pb::DeleteVolumeRequest);
+            check(convert::required(&r.volume_id, "volume_id").map(drop));
+        }
+        2 => {
+            let r = decode!(pb::ControllerPublishVolumeRequest);
+            check(convert::required(&r.volume_id, "volume_id").map(drop));
+            check(convert::required(&r.node_id, "node_id").map(drop));
+            check(convert::required_capability(r.volume_capability.as_ref()).map(drop));
+        }
+        3 => {
+            let r = decode!(pb::ControllerUnpublishVolumeRequest);
+            check(convert::required(&r.volume_id, "volume_id").map(drop));
+            let _ = cconv::optional(&r.node_id);
+        }
+        4 => {
+            let r = decode!(pb::ValidateVolumeCapabilitiesRequest);
+            check(convert::capabilities(&r.volume_capabilities).map(drop));
+            check(VolumeParams::parse(&map(&r.parameters)).map(drop));
+        }
+        5 => {
+            let r = decode!(pb::ListVolumesRequest);
+            check(cconv::max_entries(r.max_entries).map(drop));
+            check(ListToken::decode(&r.starting_token, &[Collection::Volumes], &[""]).map(drop));
+        }
+        6 => {
+            let r = decode!(pb::GetCapacityRequest);
+            check(convert::capabilities(&r.volume_capabilities).map(drop));
+            check(VolumeParams::parse(&map(&r.parameters)).map(drop));
+            let _ = cconv::zone(r.accessible_topology.as_ref());
+        }
+        7 => {
+            let r = decode!(pb::CreateSnapshotRequest);
+            check(convert::required(&r.name, "name").map(drop));
+            check(convert::required(&r.source_volume_id, "source_volume_id").map(drop));
+            check(SnapshotParams::parse(&map(&r.parameters)).map(drop));
+        }
+        8 => {
+            let r = decode!(pb::ListSnapshotsRequest);
+            check(cconv::max_entries(r.max_entries).map(drop));
+            let allowed = [Collection::Snapshots, Collection::Backups];
+            check(ListToken::decode(&r.starting_token, &allowed, &[""]).map(drop));
+        }
+        9 => {
+            let r = decode!(pb::ControllerExpandVolumeRequest);
+            check(convert::required(&r.volume_id, "volume_id").map(drop));
+            check(convert::capacity_range(r.capacity_range.as_ref()).map(drop));
+            if let Some(c) = r.volume_capability.as_ref() {
+                check(convert::capability(c).map(drop));
+            }
+        }
+        10 => {
+            let r = decode!(pb::ControllerModifyVolumeRequest);
+            check(convert::required(&r.volume_id, "volume_id").map(drop));
+            check(MutableParams::parse(&map(&r.mutable_parameters)).map(drop));
+        }
+        11 => {
+            let r = decode!(pb::NodeStageVolumeRequest);
+            check(convert::required(&r.staging_target_path, "staging_target_path").map(drop));
+            check(convert::required_capability(r.volume_capability.as_ref()).map(drop));
+        }
+        12 => {
+            let r = decode!(pb::NodePublishVolumeRequest);
+            check(convert::required(&r.target_path, "target_path").map(drop));
+            check(convert::required_capability(r.volume_capability.as_ref()).map(drop));
+        }
+        _ => {
+            let r = decode!(pb::NodeExpandVolumeRequest);
+            check(convert::required(&r.volume_path, "volume_path").map(drop));
+            check(convert::capacity_range(r.capacity_range.as_ref()).map(drop));
+        }
+    }
+    if let Ok(s) = std::str::from_utf8(body) {
+        let _ = convert::parse_grpc_timeout(s);
+    }
+    for e in errors {
+        let _ = tonic::Status::from(e);
+    }
+}

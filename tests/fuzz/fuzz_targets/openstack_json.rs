@@ -1,0 +1,5 @@
+#![no_main]
+//! Arbitrary bytes into cinder_csi::fuzzing::openstack_json (the first byte picks the message).
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    cinder_csi::fuzzing::openstack_json(data);
+});
