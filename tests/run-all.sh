@@ -5,7 +5,7 @@
 #
 # Every stage has a time bound (a hung test must fail CI with its stage's name, not run into
 # CI's own limit with no word): 30 min unless the stage names its own in a
-# `# time-bound-min: N` line (the real-OpenStack stage: 45), and the whole run 85 min (CI stops
+# `# time-bound-min: N` line (the real-OpenStack stage: 55), and the whole run 85 min (CI stops
 # at 90, install-deps included). Override with STAGE_TIMEOUT_MIN (the default),
 # OPENSTACK_STAGE_TIMEOUT_MIN (50-openstack's) and TOTAL_TIMEOUT_MIN.
 set -euo pipefail

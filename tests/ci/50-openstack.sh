@@ -7,7 +7,7 @@
 # bring it down (no process, loop device or mount left). Prints how long each phase took.
 # The cargo tests run only once tests/openstack/ENABLED exists (the OpenStack adapter has landed).
 # CINDER_CSI_SKIP_OPENSTACK=1 skips the whole stage (local runs without the time to spare).
-# time-bound-min: 45
+# time-bound-min: 55
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
