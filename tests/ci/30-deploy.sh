@@ -31,6 +31,7 @@ validate() {
 }
 for k in 1.30.0 1.32.0 1.34.0; do
     "$helm" template r charts/cinder-csi -n kube-system | validate "$k"
+    "$helm" template r charts/cinder-csi -n kube-system --set controller.kind=Deployment | validate "$k"
     "$helm" template r charts/cinder-csi -n kube-system --set secret.create=true \
         --set 'secret.data.Global.auth-url=https://keystone:5000/v3' \
         --set 'additionalTopology.topology\.kubernetes\.io/region=R1' \
@@ -78,13 +79,30 @@ fail() { echo "deploy check: $*"; exit 1; }
 # `grep -q` in a pipeline exits at the first match, so the writer may die of SIGPIPE and fail
 # the pipeline (pipefail): read everything instead.
 has() { grep "$@" >/dev/null; }
-# The controller is a Deployment, and every controller sidecar elects a leader.
-render -s templates/controller.yaml | has '^kind: Deployment$' || fail "controller is not a Deployment"
-for c in csi-attacher csi-provisioner csi-snapshotter csi-resizer; do
-    render -s templates/controller.yaml \
-        | awk -v c="$c" '$0 ~ "- name: "c"$" {f=1} f && /^        - name: / && $0 !~ c {f=0} f' \
-        | has -- '--leader-election=true' || fail "$c runs without --leader-election=true"
+# The controller is a StatefulSet by default, a Deployment on request; in both every
+# controller sidecar elects a leader, and each kind gets only its own update fields.
+ctl=$(render -s templates/controller.yaml)
+has '^kind: StatefulSet$' <<<"$ctl" || fail "the default controller is not a StatefulSet"
+has '^  serviceName: r-cinder-csi-controller$' <<<"$ctl" || fail "StatefulSet without serviceName"
+has '^  updateStrategy:$' <<<"$ctl" || fail "StatefulSet without updateStrategy"
+has '^  strategy:$' <<<"$ctl" && fail "StatefulSet rendered a Deployment strategy"
+dep=$(render -s templates/controller.yaml --set controller.kind=Deployment)
+has '^kind: Deployment$' <<<"$dep" || fail "controller.kind=Deployment is not a Deployment"
+has '^  strategy:$' <<<"$dep" || fail "Deployment without its strategy"
+has -E '^  (serviceName|podManagementPolicy|updateStrategy):' <<<"$dep" \
+    && fail "Deployment rendered StatefulSet fields"
+render --set controller.kind=DaemonSet >/dev/null 2>&1 && fail "controller.kind=DaemonSet accepted"
+for manifest in "$ctl" "$dep"; do
+    for c in csi-attacher csi-provisioner csi-snapshotter csi-resizer; do
+        awk -v c="$c" '$0 ~ "- name: "c"$" {f=1} f && /^        - name: / && $0 !~ c {f=0} f' \
+            <<<"$manifest" | has -- '--leader-election=true' \
+            || fail "$c runs without --leader-election=true"
+    done
 done
+# Leader election needs leases.
+render -s templates/controller-rbac.yaml | grep -A2 '"coordination.k8s.io"' \
+    | has 'verbs: \["get", "watch", "list", "delete", "update", "create"\]' \
+    || fail "controller RBAC lacks leases"
 # Secrets: no access by default, `get` only when asked for.
 render -s templates/controller-rbac.yaml | has secrets && fail "secrets RBAC rendered by default"
 render -s templates/controller-rbac.yaml --set controller.readSecrets=true \
