@@ -59,7 +59,7 @@ node:
   affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/os, operator: In, values: [linux]}]}]}}}
   resources: {limits: {}}
 sidecars: {imagePullPolicy: Always, livenessProbe: {image: x/livenessprobe:v1, port: 9808, extraArgs: [--probe-timeout=3s]}}
-csiDriver: {fsGroupPolicy: File, volumeLifecycleModes: [Persistent]}
+csiDriver: {fsGroupPolicy: File, volumeLifecycleModes: [Persistent], storageCapacity: true}
 storageClass:
   volumeBindingMode: WaitForFirstConsumer
   fsType: xfs
@@ -73,6 +73,8 @@ storageClass:
 EOF2
 for k in 1.30.0 1.34.0; do
     "$helm" template r charts/cinder-csi -n kube-system -f "$tmpdir/knobs.yaml" | validate "$k"
+    "$helm" template r charts/cinder-csi -n kube-system -f "$tmpdir/knobs.yaml" \
+        --set controller.kind=Deployment | validate "$k"
 done
 render() { "$helm" template r charts/cinder-csi -n kube-system "$@"; }
 fail() { echo "deploy check: $*"; exit 1; }
@@ -103,6 +105,16 @@ done
 render -s templates/controller-rbac.yaml | grep -A2 '"coordination.k8s.io"' \
     | has 'verbs: \["get", "watch", "list", "delete", "update", "create"\]' \
     || fail "controller RBAC lacks leases"
+# Capacity tracking: off by default (as upstream); on, the CSIDriver says so and the
+# provisioner publishes CSIStorageCapacity owned by the StatefulSet (or the Deployment).
+render -s templates/csidriver.yaml | has '^  storageCapacity: true$' && fail "storageCapacity on by default"
+has -- '--enable-capacity' <<<"$ctl" && fail "capacity tracking on by default"
+render -s templates/csidriver.yaml --set csiDriver.storageCapacity=true \
+    | has '^  storageCapacity: true$' || fail "csiDriver.storageCapacity=true not rendered"
+render -s templates/controller.yaml --set csiDriver.storageCapacity=true \
+    | has -- '--capacity-ownerref-level=1$' || fail "StatefulSet capacity owner must be level 1"
+render -s templates/controller.yaml --set csiDriver.storageCapacity=true --set controller.kind=Deployment \
+    | has -- '--capacity-ownerref-level=2$' || fail "Deployment capacity owner must be level 2"
 # Secrets: no access by default, `get` only when asked for.
 render -s templates/controller-rbac.yaml | has secrets && fail "secrets RBAC rendered by default"
 render -s templates/controller-rbac.yaml --set controller.readSecrets=true \
