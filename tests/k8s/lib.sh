@@ -1,0 +1,149 @@
+# shellcheck shell=bash
+# Helpers of the tests that run against the cluster of tests/k8s/cluster (lifecycle.sh):
+# kubectl with the cluster's kubeconfig, the driver's pods, and the backend's objects for
+# the leak check. Sourced; needs $repo.
+
+K8S_STATE=${CINDER_CSI_K8S_STATE:-/var/tmp/cinder-csi-k8s}
+KUBECONFIG=${KUBECONFIG:-$K8S_STATE/kubeconfig}
+export KUBECONFIG
+K8S_BACKEND=${CINDER_CSI_K8S_BACKEND:-$(cat "$K8S_STATE/backend" 2>/dev/null || echo local)}
+K8S_DRIVER_NS=${CINDER_CSI_K8S_NAMESPACE:-kube-system}
+KUBECTL=${KUBECTL:-$( [[ -x $K8S_STATE/bin/kubectl ]] && echo "$K8S_STATE/bin/kubectl" || echo kubectl)}
+# The e2e suite's busybox (tests/k8s/cluster builds and imports it; nothing is pulled).
+BUSYBOX_IMAGE=${BUSYBOX_IMAGE:-registry.k8s.io/e2e-test-images/busybox:1.37.0-1}
+RECORDED_PVS=()
+RECORDED_HANDLES=()
+RECORDED_SNAPSHOTS=()
+
+k() { "$KUBECTL" "$@"; }
+
+# The driver's controller or node pod (the first one).
+plugin_pod() {
+    k -n "$K8S_DRIVER_NS" get pods -l "app.kubernetes.io/name=cinder-csi,app.kubernetes.io/component=$1" \
+        --field-selector=status.phase!=Failed -o jsonpath='{.items[0].metadata.name}'
+}
+
+# Whether PV $1 has an attached VolumeAttachment.
+va_attached() {
+    k get volumeattachments -o jsonpath="{range .items[?(@.spec.source.persistentVolumeName==\"$1\")]}{.status.attached}{end}" |
+        grep -q true
+}
+
+record_handle() { RECORDED_HANDLES+=("$1"); RECORDED_PVS+=("$2"); }
+record_snapshot() { RECORDED_SNAPSHOTS+=("$1"); }
+
+# The local backend's state directory on the host: the hostPath behind the plugin's
+# --local-dir (or CINDER_CSI_LOCAL_DIR) in the controller's pod spec.
+local_dir() {
+    if [[ -n ${CINDER_CSI_LOCAL_DIR_HOST:-} ]]; then echo "$CINDER_CSI_LOCAL_DIR_HOST"; return; fi
+    k -n "$K8S_DRIVER_NS" get pod "$(plugin_pod controller)" -o json | python3 -c '
+import json, sys
+pod = json.load(sys.stdin)["spec"]
+c = next(c for c in pod["containers"] if c["name"] == "cinder-csi-plugin")
+d = next((a.split("=", 1)[1] for a in c.get("args", []) if a.startswith("--local-dir=")), None)
+d = d or next((e["value"] for e in c.get("env", []) if e["name"] == "CINDER_CSI_LOCAL_DIR"), None)
+assert d, "the controller has no --local-dir"
+best = None
+for m in c.get("volumeMounts", []):
+    mp = m["mountPath"].rstrip("/")
+    if d == mp or d.startswith(mp + "/"):
+        v = next(v for v in pod["volumes"] if v["name"] == m["name"])
+        if "hostPath" in v and (best is None or len(mp) > len(best[0])):
+            best = (mp, v["hostPath"]["path"].rstrip("/"))
+assert best, "--local-dir " + d + " is not on a hostPath volume"
+print(best[1] + d[len(best[0]):])
+'
+}
+
+ostack_api() { "$repo/tests/openstack/ostack" api "$@"; }
+
+# "ID NAME" of every backend volume / snapshot.
+backend_volumes() {
+    case $K8S_BACKEND in
+        local)
+            local d
+            d=$(local_dir)
+            python3 - "$d/volumes" <<'EOF'
+import glob, json, sys
+for f in sorted(glob.glob(sys.argv[1] + "/*.json")):
+    r = json.load(open(f))
+    print(r["id"], r["name"])
+EOF
+            ;;
+        openstack)
+            ostack_api block-storage GET /volumes/detail | python3 -c '
+import json, sys
+for v in json.load(sys.stdin)["volumes"]:
+    print(v["id"], v["name"] or "-")'
+            ;;
+    esac
+}
+backend_snapshots() {
+    case $K8S_BACKEND in
+        local)
+            local d
+            d=$(local_dir)
+            python3 - "$d/snapshots" <<'EOF'
+import glob, json, sys
+for f in sorted(glob.glob(sys.argv[1] + "/*.json")):
+    r = json.load(open(f))
+    print(r["id"], r["name"])
+EOF
+            ;;
+        openstack)
+            ostack_api block-storage GET /snapshots/detail | python3 -c '
+import json, sys
+for v in json.load(sys.stdin)["snapshots"]:
+    print(v["id"], v["name"] or "-")'
+            ;;
+    esac
+}
+
+# Prints what the recorded volumes and snapshots left behind (nothing when clean): backend
+# volumes and snapshots beyond those of before ($1, $2), the recorded ones still there,
+# attachments, by-id links, loop devices over their data, mounts of their PVs or staging dirs.
+leak_check() {
+    local before_v=$1 before_s=$2 h pv s sha
+    comm -13 <(echo "$before_v") <(backend_volumes | sort) | sed 's/^/volume /'
+    comm -13 <(echo "$before_s") <(backend_snapshots | sort) | sed 's/^/snapshot /'
+    for s in "${RECORDED_SNAPSHOTS[@]}"; do
+        backend_snapshots | awk -v s="$s" '$1 == s {print "snapshot (recorded) " $0}'
+    done
+    for h in "${RECORDED_HANDLES[@]}"; do
+        backend_volumes | awk -v h="$h" '$1 == h {print "volume (recorded) " $0}'
+        losetup -l -n -O NAME,BACK-FILE 2>/dev/null | awk -v h="$h" 'index($2, h) {print "loop device " $0}'
+        case $K8S_BACKEND in
+            local) ls "$(local_dir)/by-id" 2>/dev/null | grep -F "virtio-${h:0:20}" | sed 's/^/by-id link /' || true ;;
+            openstack)
+                ls "${OSTACK_STATE:-/var/tmp/cinder-csi-ostack}"/nodes/*/by-id 2>/dev/null |
+                    grep -F "virtio-${h:0:20}" | sed 's/^/by-id link /' || true
+                ostack_api block-storage GET "/attachments?volume_id=$h" 2>/dev/null | python3 -c '
+import json, sys
+for a in json.load(sys.stdin).get("attachments", []):
+    print("attachment", a["id"], a.get("instance"))' || true
+                ;;
+        esac
+        sha=$(printf %s "$h" | sha256sum | cut -d' ' -f1)
+        grep -F "$sha" /proc/self/mountinfo | sed 's/^/mount /' || true
+    done
+    for pv in "${RECORDED_PVS[@]}"; do
+        grep -F "/$pv/" /proc/self/mountinfo | sed 's/^/mount /' || true
+        k get volumeattachments -o jsonpath="{range .items[?(@.spec.source.persistentVolumeName==\"$pv\")]}{.metadata.name}{\"\\n\"}{end}" |
+            sed 's/^/VolumeAttachment /'
+    done
+}
+
+# What helps find out why a step failed.
+diagnose() {
+    local ns=$1
+    echo "--- pods, claims, snapshots in $ns"
+    k -n "$ns" get pods,pvc,volumesnapshot -o wide 2>&1 | head -40
+    k -n "$ns" get events --sort-by=.lastTimestamp 2>&1 | tail -25
+    echo "--- driver pods"
+    k -n "$K8S_DRIVER_NS" get pods -l app.kubernetes.io/name=cinder-csi -o wide 2>&1
+    local p
+    for p in controller node; do
+        echo "--- $p plugin log (tail)"
+        k -n "$K8S_DRIVER_NS" logs "$(plugin_pod "$p" 2>/dev/null)" -c cinder-csi-plugin --tail=30 2>&1 || true
+    done
+}
