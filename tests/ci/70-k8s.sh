@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The driver under a real single-node Kubernetes (tests/k8s/cluster): install (Debian packages,
+# the Go-built components and sidecars, cached), up on the local backend (helm install of
+# charts/cinder-csi; returns when the CSIDriver, the CSINode entry and both plugin pods are
+# ready), the Kubernetes tests that exist (tests/k8s/lifecycle*, tests/k8s/e2e.sh), and down in
+# a trap whatever happens; then checks that down left nothing.
+# Knobs: K8S_STAGE_BACKEND (local|openstack, default local), CINDER_CSI_SKIP_K8S=1 skips,
+# K8S_UP_TIMEOUT_S bounds `up` (default 1500 s: a cold build of the components is in it).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+if [[ ${CINDER_CSI_SKIP_K8S:-} == 1 ]]; then
+    echo "70-k8s: skipped (CINDER_CSI_SKIP_K8S=1)"
+    exit 0
+fi
+backend=${K8S_STAGE_BACKEND:-local}
+state=${K8S_STATE:-/var/tmp/cinder-csi-k8s}
+export K8S_STATE=$state
+t0=$SECONDS
+timings=()
+phase() { # phase NAME: closes the previous phase's timer
+    local now=$SECONDS
+    [[ -n ${cur:-} ]] && timings+=("$(printf '%-36s %5d s' "$cur" $((now - tphase)))")
+    cur=$1 tphase=$now
+    [[ $1 != end ]] && echo "70-k8s: $1"
+    return 0
+}
+
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    set +e
+    phase "down"
+    tests/k8s/cluster down || rc=${rc:-1}
+    phase end
+    printf '70-k8s: %s\n' "${timings[@]}"
+    # Nothing of the cluster may be left: processes, mounts, loop devices, its bridge.
+    local left=""
+    [[ -e $state ]] && left+=" state dir $state;"
+    pgrep -f -- "$state/" >/dev/null && left+=" processes: $(pgrep -af -- "$state/" | head -5);"
+    awk -v p="$state/" 'index($2, p) == 1' /proc/self/mounts | grep -q . && left+=" mounts;"
+    losetup -l -n -O BACK-FILE | grep -qF "$state/" && left+=" loop devices;"
+    ip link show cinderk8s0 >/dev/null 2>&1 && left+=" bridge cinderk8s0;"
+    if [[ -n $left ]]; then
+        echo "70-k8s: down left:$left" >&2
+        ((rc)) || rc=1
+    fi
+    if ((rc)); then
+        echo "70-k8s: FAILED (exit $rc) after $((SECONDS - t0)) s; component logs in $state.logs" >&2
+    else
+        echo "70-k8s: passed in $((SECONDS - t0)) s"
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+phase "install (packages, Go peers, helm)"
+tests/k8s/cluster install
+
+phase "driver release binary"
+CARGO_INCREMENTAL=0 cargo build --release --locked --quiet --bin cinder-csi
+
+phase "up --backend $backend"
+timeout "${K8S_UP_TIMEOUT_S:-1500}" tests/k8s/cluster up --backend "$backend"
+tests/k8s/cluster status >/dev/null
+eval "$(tests/k8s/cluster env)"
+
+ran=0
+for t in tests/k8s/lifecycle*; do
+    [[ -x $t ]] || continue
+    phase "$t"
+    K8S_BACKEND=$backend "$t"
+    ran=$((ran + 1))
+done
+if [[ -x tests/k8s/e2e.sh ]]; then
+    phase "tests/k8s/e2e.sh"
+    tests/k8s/e2e.sh
+    ran=$((ran + 1))
+fi
+((ran)) || echo "70-k8s: no Kubernetes test in tests/k8s yet; the cluster came up with the driver ready"

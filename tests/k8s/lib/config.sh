@@ -1,0 +1,171 @@
+# Config files of the test cluster's daemons, all under $state; sourced by tests/k8s/cluster.
+
+containerd_config() {
+    mkdir -p "$state/containerd" "$state/cni/net.d"
+    cat >"$state/containerd/config.toml" <<EOF
+version = 2
+root = "$state/containerd/root"
+state = "$state/containerd/state"
+[grpc]
+  address = "$ctr_sock"
+[ttrpc]
+  address = "$ctr_sock.ttrpc"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$PAUSE_IMAGE"
+  # Root lacks CAP_SYS_RESOURCE: lowering a container's oom_score_adj below ours would fail.
+  restrict_oom_score_adj = true
+  enable_cdi = false
+  # Pod network namespaces under $state (down finds them with the other mounts).
+  netns_mounts_under_state_dir = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    # Nothing is ever pulled: the images are imported (tests/k8s/lib/images.sh).
+    discard_unpacked_layers = false
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        BinaryName = "$(command -v runc)"
+        Root = "$state/runc"
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "$cni_bin"
+    conf_dir = "$state/cni/net.d"
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = ""
+EOF
+    # A bridge of our own, no masquerading (pods only talk to this host), so CNI adds no
+    # iptables rule; host-local keeps its leases under $state.
+    cat >"$state/cni/net.d/10-cinder-csi.conflist" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "$cni_net",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$bridge",
+      "isGateway": true,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "dataDir": "$state/cni/ipam",
+        "ranges": [[{"subnet": "$pod_cidr"}]],
+        "routes": [{"dst": "0.0.0.0/0"}]
+      }
+    }
+  ]
+}
+EOF
+}
+
+kubelet_config() {
+    cat >"$state/kubelet-config.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $pki/ca.crt}
+authorization: {mode: Webhook}
+tlsCertFile: $pki/kubelet.crt
+tlsPrivateKeyFile: $pki/kubelet.key
+containerRuntimeEndpoint: unix://$ctr_sock
+# This host: cgroup v1 (hybrid), no systemd, no swap accounting.
+cgroupDriver: cgroupfs
+cgroupRoot: /$cg_root
+failCgroupV1: false
+failSwapOn: false
+podLogsDir: $state/pod-logs
+resolvConf: /etc/resolv.conf
+clusterDomain: cluster.local
+# The disk is shared and mostly full: no eviction or image GC because of it (every image is
+# imported once and cannot be pulled again).
+evictionHard: {memory.available: 100Mi, nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+serializeImagePulls: false
+maxPods: 110
+# The kubelet's own oom_score_adj (-999 by default) needs CAP_SYS_RESOURCE to set.
+oomScoreAdj: 0
+syncFrequency: 10s
+fileCheckFrequency: 10s
+EOF
+}
+
+kube_proxy_config() {
+    cat >"$state/kube-proxy-config.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection: {kubeconfig: $state/kube-proxy.kubeconfig}
+mode: iptables
+clusterCIDR: $pod_cidr
+hostnameOverride: $node_name
+bindAddress: 127.0.0.1
+metricsBindAddress: 127.0.0.1:10249
+healthzBindAddress: 127.0.0.1:10256
+oomScoreAdj: 0
+# Leave the host's conntrack sysctls as they are.
+conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
+EOF
+}
+
+# The chart values of a backend, written to $state/values-BACKEND.yaml.
+chart_values() {
+    local f=$state/values-$1.yaml
+    case $1 in
+        local)
+            # The controller and node share the local backend's state dir; the controller
+            # "attaches" with loop devices, so it is privileged and sees /dev.
+            cat >"$f" <<EOF
+secret: {enabled: false}
+node:
+  kubeletDir: $state/kubelet
+  extraArgs: [--backend=local, --local-dir=$state/local]
+  extraVolumes: [{name: local-dir, hostPath: {path: $state/local, type: DirectoryOrCreate}}]
+  extraVolumeMounts: [{name: local-dir, mountPath: $state/local, mountPropagation: HostToContainer}]
+controller:
+  extraArgs: [--backend=local, --local-dir=$state/local]
+  securityContext: {privileged: true}
+  extraVolumes:
+    - {name: local-dir, hostPath: {path: $state/local, type: DirectoryOrCreate}}
+    - {name: dev, hostPath: {path: /dev, type: Directory}}
+  extraVolumeMounts:
+    - {name: local-dir, mountPath: $state/local}
+    - {name: dev, mountPath: /dev}
+EOF
+            ;;
+        openstack)
+            [[ -f $ostack_env ]] || die "no $ostack_env: is the test cloud up (tests/openstack/ostack status)?"
+            # shellcheck disable=SC1090
+            (source "$ostack_env" && openstack_values) >"$f"
+            ;;
+        *) die "unknown backend '$1' (local or openstack)" ;;
+    esac
+    echo "$f"
+}
+
+# Values for the test cloud, from its env.sh (run in a subshell that sourced it): its
+# cloud.conf as the Secret, node-1 of the test hypervisor as this node (its by-id directory and
+# metadata URL). The cloud listens on 127.0.0.1 only, so the controller has to run on the host
+# network (controller.hostNetwork).
+openstack_values() {
+    [[ -f ${OSTACK_CLOUD_CONF:-} ]] || die "the test cloud's env.sh names no cloud.conf (OSTACK_CLOUD_CONF)"
+    cat <<EOF
+secret:
+  enabled: true
+  create: true
+  data:
+    cloud.conf: |
+$(sed 's/^/      /' "$OSTACK_CLOUD_CONF")
+node:
+  kubeletDir: $state/kubelet
+  extraArgs:
+    - --by-id-dir=${OSTACK_NODE_1_BY_ID_DIR:?}
+    - --metadata-url=${OSTACK_NODE_1_METADATA_URL:?}
+  extraVolumes: [{name: by-id, hostPath: {path: $OSTACK_NODE_1_BY_ID_DIR, type: Directory}}]
+  extraVolumeMounts: [{name: by-id, mountPath: $OSTACK_NODE_1_BY_ID_DIR, mountPropagation: HostToContainer}]
+controller:
+  hostNetwork: true
+EOF
+}

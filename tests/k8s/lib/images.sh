@@ -1,0 +1,210 @@
+# Every image the cluster's pods use, built here (no registry is reachable and nothing is ever
+# pulled) and tagged exactly as the manifests name them; sourced by tests/k8s/cluster.
+#
+# Each image is a docker-archive in $K8S_IMAGE_CACHE (default /var/cache/cinder-csi-images),
+# named by a hash of what goes into it (binaries, files, Containerfile), so an unchanged image
+# is never rebuilt; buildah (vfs storage, chroot isolation, tooling.md §3) runs in a private
+# temp dir removed afterwards. The images are FROM scratch around static binaries, except the
+# driver's (deploy/Dockerfile `runtime-prebuilt` on a debootstrapped debian:bookworm-slim).
+
+image_cache=${K8S_IMAGE_CACHE:-/var/cache/cinder-csi-images}
+
+# The e2e suite's image tags (test/utils/image/manifest.go of Kubernetes 1.34) and kubelet
+# 1.34's sandbox image (containerd's sandbox_image is set to the same).
+PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
+BUSYBOX_IMAGE=registry.k8s.io/e2e-test-images/busybox:1.37.0-1
+AGNHOST_IMAGE=registry.k8s.io/e2e-test-images/agnhost:2.56
+
+# sidecar peer name -> the chart's values key holding its image.
+declare -A SIDECAR_KEY=(
+    [csi-provisioner]=provisioner [csi-attacher]=attacher [csi-resizer]=resizer
+    [csi-snapshotter]=snapshotter [csi-node-driver-registrar]=nodeDriverRegistrar
+    [livenessprobe]=livenessProbe
+)
+SNAPSHOT_CONTROLLER_IMAGE=registry.k8s.io/sig-storage/snapshot-controller:v8.4.0
+
+# The image a sidecar has in charts/cinder-csi/values.yaml.
+chart_image() {
+    awk -v k="  $1:" '$0 == k { f = 1; next } f && /^ *image:/ { print $2; exit }' \
+        "$repo/charts/cinder-csi/values.yaml"
+}
+
+# The driver image as the chart names it by default (repository:appVersion).
+driver_image() {
+    local r t
+    r=$(awk '/^image:/ { f = 1; next } f && /^ *repository:/ { print $2; exit }' \
+        "$repo/charts/cinder-csi/values.yaml")
+    t=$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$repo/charts/cinder-csi/Chart.yaml")
+    echo "$r:$t"
+}
+
+# buildah with private storage in $bdir (made on first use, removed by images_cleanup).
+bdir=""
+bah() {
+    if [[ -z $bdir ]]; then
+        bdir=$(mktemp -d /var/tmp/cinder-csi-k8s-img.XXXXXX)
+        cat >"$bdir/containers.conf" <<EOF
+[containers]
+default_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+tmp_dir = "$bdir/libpod"
+EOF
+        cat >"$bdir/storage.conf" <<EOF
+[storage]
+driver = "vfs"
+runroot = "$bdir/run"
+graphroot = "$bdir/graph"
+EOF
+    fi
+    CONTAINERS_CONF=$bdir/containers.conf CONTAINERS_STORAGE_CONF=$bdir/storage.conf \
+        BUILDAH_ISOLATION=chroot buildah "$@"
+}
+images_cleanup() {
+    [[ -n $bdir && -d $bdir ]] || return 0
+    bah rm -a >/dev/null 2>&1 || true
+    local m
+    for m in $(awk -v p="$bdir/" 'index($2, p) == 1 { print $2 }' /proc/self/mounts | sort -r); do
+        umount -l "$m" || true
+    done
+    rm -rf "$bdir"
+    bdir=""
+}
+
+# build_image TAG CTX: builds CTX/Containerfile as TAG into the cache unless an archive with the
+# same content hash is there; prints the archive's path.
+build_image() {
+    local tag=$1 ctx=$2 key out
+    key=$( (cd "$ctx" && find . -type f -o -type l | LC_ALL=C sort | while read -r f; do
+        if [[ -L $f ]]; then echo "$f -> $(readlink "$f")"; else sha256sum "$f"; fi
+    done; echo "$tag") | sha256sum | cut -c1-16)
+    out=$image_cache/$(tr '/:' '__' <<<"$tag")-$key.tar
+    if [[ ! -s $out ]]; then
+        log "image $tag: building"
+        mkdir -p "$image_cache"
+        bah bud --quiet --pull=never --layers=false -f "$ctx/Containerfile" -t "$tag" "$ctx" >/dev/null
+        rm -f "$image_cache/$(tr '/:' '__' <<<"$tag")"-*.tar # older builds of the same tag
+        bah push --quiet "$tag" "docker-archive:$out.part:$tag"
+        bah rmi "$tag" >/dev/null
+        mv "$out.part" "$out"
+    fi
+    echo "$out"
+}
+
+# A FROM-scratch image around one static binary: scratch_image TAG BINARY ENTRYPOINT_PATH
+scratch_image() {
+    local tag=$1 bin=$2 path=$3 ctx
+    ctx=$(mktemp -d "$tmpd/ctx.XXXXXX")
+    file "$bin" 2>/dev/null | grep -q 'dynamically linked' && die "$bin is not static"
+    cp "$bin" "$ctx/bin"
+    printf 'FROM scratch\nCOPY bin %s\nENTRYPOINT ["%s"]\n' "$path" "$path" >"$ctx/Containerfile"
+    build_image "$tag" "$ctx"
+}
+
+# A busybox root (Debian's busybox-static, every applet linked in /bin), a passwd/group with
+# the users the e2e images have, /tmp.
+busybox_root() {
+    local root=$1 a
+    mkdir -p "$root/bin" "$root/etc" "$root/tmp" "$root/root"
+    chmod 1777 "$root/tmp"
+    cp /bin/busybox "$root/bin/busybox"
+    for a in $(/bin/busybox --list); do
+        [[ $a == busybox ]] || ln -sf busybox "$root/bin/$a"
+    done
+    ln -s bin "$root/sbin" 2>/dev/null || true
+    printf 'root:x:0:0:root:/root:/bin/sh\nuser-defined-in-image:x:1000:1000::/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$root/etc/passwd"
+    printf 'root:x:0:\nuser-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\nnobody:x:65534:\n' >"$root/etc/group"
+}
+
+# The Debian mirror apt uses for bookworm (deb822 .sources or one-line lists).
+debian_mirror() {
+    local f
+    for f in /etc/apt/sources.list.d/*.sources; do
+        [[ -f $f ]] || continue
+        awk -v RS= '/(^|\n)Suites:([^\n]*[ \t])?bookworm([ \t]|\n|$)/ {
+            if (match($0, /(^|\n)URIs:[ \t]*[^ \t\n]+/)) {
+                s = substr($0, RSTART, RLENGTH); sub(/^\n?URIs:[ \t]*/, "", s); print s; exit
+            }
+        }' "$f"
+    done
+    cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+        sed -E 's/\[[^]]*\]//' | awk '$1 == "deb" && $3 == "bookworm" { print $2; exit }'
+    return 0
+}
+
+# The driver image: deploy/Dockerfile's runtime-prebuilt target around $K8S_DRIVER_BIN
+# (default target/release/cinder-csi). Keyed by the binary and the Dockerfile; the Debian base
+# is debootstrapped only when that key is not cached.
+driver_image_archive() {
+    local tag bin ctx key out mirror
+    tag=$(driver_image)
+    bin=${K8S_DRIVER_BIN:-$repo/target/release/cinder-csi}
+    [[ -x $bin ]] || die "no driver binary $bin (cargo build --release --bin cinder-csi, or set K8S_DRIVER_BIN)"
+    key=$(cat "$bin" "$repo/deploy/Dockerfile" | sha256sum | cut -c1-16)
+    out=$image_cache/$(tr '/:' '__' <<<"$tag")-$key.tar
+    if [[ ! -s $out ]]; then
+        log "image $tag: debootstrap debian:bookworm-slim, then deploy/Dockerfile"
+        mirror=${IMAGE_DEBIAN_MIRROR:-$(debian_mirror | sed -n 1p)}
+        [[ -n $mirror ]] || die "no bookworm mirror in /etc/apt/sources.list{,.d}; set IMAGE_DEBIAN_MIRROR"
+        debootstrap --variant=minbase bookworm "$tmpd/rootfs" "$mirror" >"$tmpd/debootstrap.log" 2>&1 ||
+            { tail -20 "$tmpd/debootstrap.log" >&2; die "debootstrap failed"; }
+        # As the registry's debian:bookworm-slim (its env and CMD), so the FROM resolves locally.
+        tar -C "$tmpd/rootfs" --numeric-owner -c . >"$tmpd/base.tar"
+        bah from --quiet --name k8s-base scratch >/dev/null
+        bah add k8s-base "$tmpd/base.tar" /
+        bah config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+            --cmd /bin/bash k8s-base
+        bah commit --quiet --rm k8s-base docker.io/library/debian:bookworm-slim >/dev/null
+        rm -rf "$tmpd/rootfs" "$tmpd/base.tar"
+        ctx=$(mktemp -d "$tmpd/ctx.XXXXXX")
+        mkdir -p "$ctx/target/release"
+        cp "$bin" "$ctx/target/release/cinder-csi"
+        mkdir -p "$image_cache"
+        bah bud --quiet --pull=never --layers=false -f "$repo/deploy/Dockerfile" \
+            --target runtime-prebuilt -t "$tag" "$ctx" >/dev/null
+        rm -f "$image_cache/$(tr '/:' '__' <<<"$tag")"-*.tar
+        bah push --quiet "$tag" "docker-archive:$out.part:$tag"
+        bah rmi -a -f >/dev/null
+        mv "$out.part" "$out"
+    fi
+    echo "$out"
+}
+
+# Builds (or finds) every image and prints one archive path a line.
+images_build() {
+    local peers=$repo/tests/peers/build n bin ctx root
+    for n in "${!SIDECAR_KEY[@]}"; do
+        bin=$("$peers" "$n")
+        scratch_image "$(chart_image "${SIDECAR_KEY[$n]}")" "$bin" "/$n"
+    done
+    scratch_image "$SNAPSHOT_CONTROLLER_IMAGE" "$("$peers" snapshot-controller)" /snapshot-controller
+    # pause: Kubernetes' build/pause/linux/pause.c, compiled static.
+    ctx=$(mktemp -d "$tmpd/ctx.XXXXXX")
+    gcc -Os -static -DVERSION=3.10.1 -o "$ctx/bin" "$(k8s_src)/build/pause/linux/pause.c"
+    strip "$ctx/bin"
+    printf 'FROM scratch\nCOPY bin /pause\nUSER 65535:65535\nENTRYPOINT ["/pause"]\n' >"$ctx/Containerfile"
+    build_image "$PAUSE_IMAGE" "$ctx"
+    ctx=$(mktemp -d "$tmpd/ctx.XXXXXX")
+    busybox_root "$ctx/root"
+    printf 'FROM scratch\nCOPY root/ /\nCMD ["sh"]\n' >"$ctx/Containerfile"
+    build_image "$BUSYBOX_IMAGE" "$ctx"
+    # agnhost: busybox plus /agnhost (and the agnhost-2 link its entrypoint tests use).
+    ctx=$(mktemp -d "$tmpd/ctx.XXXXXX")
+    busybox_root "$ctx/root"
+    cp "$("$peers" agnhost)" "$ctx/root/agnhost"
+    ln -s agnhost "$ctx/root/agnhost-2"
+    mkdir -p "$ctx/root/uploads"
+    printf 'FROM scratch\nCOPY root/ /\nENTRYPOINT ["/agnhost"]\nCMD ["pause"]\n' >"$ctx/Containerfile"
+    build_image "$AGNHOST_IMAGE" "$ctx"
+    driver_image_archive
+    images_cleanup
+}
+
+# Kubernetes' module source (pause.c), from the module cache the peer builder fills.
+k8s_src() {
+    local v
+    v=$(awk '$1 == "kubelet" { print $4 }' "$repo/tests/peers/versions")
+    go mod download -json "k8s.io/kubernetes@$v" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p'
+}
