@@ -62,7 +62,7 @@ phase "driver release binary"
 CARGO_INCREMENTAL=0 cargo build --release --locked --quiet --bin cinder-csi
 
 phase "up --backend $backend"
-timeout "${K8S_UP_TIMEOUT_S:-1500}" tests/k8s/cluster up --backend "$backend"
+timeout "${K8S_UP_TIMEOUT_S:-1500}" tests/k8s/cluster up --backend "$backend" -f tests/k8s/values-test.yaml
 tests/k8s/cluster status >/dev/null
 eval "$(tests/k8s/cluster env)"
 

@@ -9,7 +9,7 @@
 #   --focus RE       run the specs whose full text matches RE instead (ginkgo -focus)
 #   --skip RE        skip these too (on top of tests/k8s/e2e-skips.txt)
 #   --testdriver F   the driver definition (default: tests/k8s/testdriver-<backend>.yaml,
-#                    backend from $CINDER_CSI_K8S_BACKEND or the cluster's state, else local)
+#                    the backend the installed controller runs, or $CINDER_CSI_K8S_BACKEND)
 #   --procs N        parallel ginkgo processes (default $E2E_PROCS or 3)
 #   --list           print the specs that would run (a dry run, no cluster needed) and exit
 #
@@ -44,10 +44,11 @@ while [[ $# -gt 0 ]]; do
     esac
 done
 
-state=${CINDER_CSI_K8S_STATE:-/var/tmp/cinder-csi-k8s}
-kubeconfig=${KUBECONFIG:-$state/kubeconfig}
+# shellcheck source=tests/k8s/lib.sh
+. "$here/lib.sh"
 if [[ -z $testdriver ]]; then
-    backend=${CINDER_CSI_K8S_BACKEND:-$(cat "$state/backend" 2>/dev/null || echo local)}
+    backend=local
+    [[ $list == 1 ]] || backend=$(k8s_backend)
     testdriver=$here/testdriver-$backend.yaml
 fi
 [[ -f $testdriver ]] || { echo "e2e.sh: no driver definition $testdriver" >&2; exit 2; }
@@ -80,15 +81,23 @@ for suite in json.load(open(sys.argv[1])):
 EOF
     exit 0
 fi
-[[ -r $kubeconfig ]] || { echo "e2e.sh: no kubeconfig at $kubeconfig (tests/k8s/cluster up)" >&2; exit 2; }
+[[ -r $KUBECONFIG ]] || { echo "e2e.sh: no kubeconfig at $KUBECONFIG (tests/k8s/cluster up)" >&2; exit 2; }
 
+# The driver definition declares capacity: the release must publish it.
+if grep -qE '^ *capacity: *true' "$testdriver" &&
+    [[ $(k get csidriver cinder.csi.openstack.org -o jsonpath='{.spec.storageCapacity}') != true ]]; then
+    echo "e2e.sh: $(basename "$testdriver") declares capacity but the CSIDriver has no storageCapacity:" \
+        "install with -f tests/k8s/values-test.yaml (tests/k8s/cluster up -f ...)" >&2
+    echo "0 passed, 1 failed, 0 skipped"
+    exit 1
+fi
 echo "e2e: $(basename "$testdriver"), $procs process(es), output in $out"
 start=$SECONDS
 rc=0
 # -timeout bounds the whole run; a spec still running then fails (interrupted).
 (cd "$out" && "$ginkgo" run --procs="$procs" --timeout="${E2E_TIMEOUT:-2h}" --no-color \
     --focus="$focus" --skip="$skip" --json-report=report.json --output-dir="$out" \
-    --silence-skips ./cinder-csi-e2e.test -- "${args[@]}" -kubeconfig="$kubeconfig") \
+    --silence-skips ./cinder-csi-e2e.test -- "${args[@]}" -kubeconfig="$KUBECONFIG") \
     >"$out/ginkgo.log" 2>&1 || rc=$?
 echo "e2e: ginkgo exited $rc after $((SECONDS - start)) s (log: $out/ginkgo.log)"
 [[ -f $out/report.json ]] || { tail -n 40 "$out/ginkgo.log"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }

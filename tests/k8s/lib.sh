@@ -3,12 +3,19 @@
 # kubectl with the cluster's kubeconfig, the driver's pods, and the backend's objects for
 # the leak check. Sourced; needs $repo.
 
-K8S_STATE=${CINDER_CSI_K8S_STATE:-/var/tmp/cinder-csi-k8s}
-KUBECONFIG=${KUBECONFIG:-$K8S_STATE/kubeconfig}
-export KUBECONFIG
-K8S_BACKEND=${CINDER_CSI_K8S_BACKEND:-$(cat "$K8S_STATE/backend" 2>/dev/null || echo local)}
+# The cluster's kubeconfig (and KUBECTL) as `tests/k8s/cluster env` prints them.
+k8s_env() {
+    if [[ -z ${KUBECONFIG:-} && -x $repo/tests/k8s/cluster ]]; then
+        eval "$("$repo/tests/k8s/cluster" env)"
+    fi
+    export KUBECONFIG=${KUBECONFIG:-${CINDER_CSI_K8S_STATE:-/var/tmp/cinder-csi-k8s}/admin.kubeconfig}
+    if [[ -z ${KUBECTL:-} ]]; then
+        KUBECTL=$("$repo/tests/peers/build" --path kubectl 2>/dev/null) || true
+        [[ -x $KUBECTL ]] || KUBECTL=kubectl
+    fi
+}
+k8s_env
 K8S_DRIVER_NS=${CINDER_CSI_K8S_NAMESPACE:-kube-system}
-KUBECTL=${KUBECTL:-$( [[ -x $K8S_STATE/bin/kubectl ]] && echo "$K8S_STATE/bin/kubectl" || echo kubectl)}
 # The e2e suite's busybox (tests/k8s/cluster builds and imports it; nothing is pulled).
 BUSYBOX_IMAGE=${BUSYBOX_IMAGE:-registry.k8s.io/e2e-test-images/busybox:1.37.0-1}
 RECORDED_PVS=()
@@ -16,6 +23,14 @@ RECORDED_HANDLES=()
 RECORDED_SNAPSHOTS=()
 
 k() { "$KUBECTL" "$@"; }
+
+# The backend the installed driver uses: local when the controller runs --backend=local.
+k8s_backend() {
+    if [[ -n ${CINDER_CSI_K8S_BACKEND:-} ]]; then echo "$CINDER_CSI_K8S_BACKEND"; return; fi
+    k -n "$K8S_DRIVER_NS" get pods -l app.kubernetes.io/name=cinder-csi,app.kubernetes.io/component=controller \
+        -o jsonpath='{.items[0].spec.containers[?(@.name=="cinder-csi-plugin")].args}' |
+        grep -q -- '--backend=local' && echo local || echo openstack
+}
 
 # The driver's controller or node pod (the first one).
 plugin_pod() {

@@ -53,6 +53,8 @@ cleanup() {
 trap cleanup EXIT
 
 k get csidriver cinder.csi.openstack.org >/dev/null || fail "no CSIDriver: is the cluster up (tests/k8s/cluster up)?"
+K8S_BACKEND=${K8S_BACKEND:-$(k8s_backend)}
+step "backend $K8S_BACKEND"
 before_volumes=$(backend_volumes | sort)
 before_snapshots=$(backend_snapshots | sort)
 
