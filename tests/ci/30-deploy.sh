@@ -43,6 +43,7 @@ cat >"$tmpdir/knobs.yaml" <<'EOF2'
 secret: {enabled: false, hostMount: true}
 controller:
   readSecrets: true
+  hostNetwork: true
   replicas: 2
   extraVolumes: [{name: cacert, hostPath: {path: /etc/cacert}}]
   extraVolumeMounts: [{name: cacert, mountPath: /etc/cacert, readOnly: true}]
@@ -105,6 +106,14 @@ done
 render -s templates/controller-rbac.yaml | grep -A2 '"coordination.k8s.io"' \
     | has 'verbs: \["get", "watch", "list", "delete", "update", "create"\]' \
     || fail "controller RBAC lacks leases"
+# The controller on the host network moves its livenessprobe off the node plugin's host port.
+has -E '^      hostNetwork:' <<<"$ctl" && fail "controller on the host network by default"
+hn=$(render -s templates/controller.yaml --set controller.hostNetwork=true)
+has '^      hostNetwork: true$' <<<"$hn" || fail "controller.hostNetwork=true not rendered"
+has -- '--http-endpoint=:9809$' <<<"$hn" || fail "hostNetwork controller probe must leave 9808 to the node"
+has -- '--http-endpoint=:9808$' <<<"$ctl" || fail "controller probe port is not 9808 by default"
+render --set controller.hostNetwork=true --set controller.livenessProbePort=9808 >/dev/null 2>&1 \
+    && fail "hostNetwork with the node's probe port accepted"
 # Capacity tracking: off by default (as upstream); on, the CSIDriver says so and the
 # provisioner publishes CSIStorageCapacity owned by the StatefulSet (or the Deployment).
 render -s templates/csidriver.yaml | has '^  storageCapacity: true$' && fail "storageCapacity on by default"
