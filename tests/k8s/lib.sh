@@ -72,55 +72,43 @@ print(best[1] + d[len(best[0]):])
 
 ostack_api() { "$repo/tests/openstack/ostack" api "$@"; }
 
-# "ID NAME" of every backend volume / snapshot.
-backend_volumes() {
+# "ID NAME NAMESPACE" of every backend volume / snapshot; NAMESPACE is the Kubernetes one of
+# its claim or VolumeSnapshot (the metadata the sidecars' --extra-create-metadata passes), "-"
+# for objects no cluster made (the test cloud is shared: other tests' volumes are there too).
+backend_objects() { # backend_objects volumes|snapshots
+    local kind=$1
     case $K8S_BACKEND in
         local)
-            local d
-            d=$(local_dir)
-            python3 - "$d/volumes" <<'EOF'
+            python3 - "$(local_dir)/$kind" <<'EOF'
 import glob, json, sys
 for f in sorted(glob.glob(sys.argv[1] + "/*.json")):
     r = json.load(open(f))
-    print(r["id"], r["name"])
+    md = r.get("metadata") or {}
+    ns = md.get("csi.storage.k8s.io/pvc/namespace") or md.get("csi.storage.k8s.io/volumesnapshot/namespace") or "-"
+    print(r["id"], r["name"] or "-", ns)
 EOF
             ;;
         openstack)
-            ostack_api block-storage GET /volumes/detail | python3 -c '
+            ostack_api block-storage GET "/$kind/detail" | python3 -c '
 import json, sys
-for v in json.load(sys.stdin)["volumes"]:
-    print(v["id"], v["name"] or "-")'
+kind = sys.argv[1]
+for v in json.load(sys.stdin)[kind]:
+    md = v.get("metadata") or {}
+    ns = md.get("csi.storage.k8s.io/pvc/namespace") or md.get("csi.storage.k8s.io/volumesnapshot/namespace") or "-"
+    print(v["id"], v["name"] or "-", ns)' "$kind"
             ;;
     esac
 }
-backend_snapshots() {
-    case $K8S_BACKEND in
-        local)
-            local d
-            d=$(local_dir)
-            python3 - "$d/snapshots" <<'EOF'
-import glob, json, sys
-for f in sorted(glob.glob(sys.argv[1] + "/*.json")):
-    r = json.load(open(f))
-    print(r["id"], r["name"])
-EOF
-            ;;
-        openstack)
-            ostack_api block-storage GET /snapshots/detail | python3 -c '
-import json, sys
-for v in json.load(sys.stdin)["snapshots"]:
-    print(v["id"], v["name"] or "-")'
-            ;;
-    esac
-}
+backend_volumes() { backend_objects volumes; }
+backend_snapshots() { backend_objects snapshots; }
 
-# Prints what the recorded volumes and snapshots left behind (nothing when clean): backend
-# volumes and snapshots beyond those of before ($1, $2), the recorded ones still there,
-# attachments, by-id links, loop devices over their data, mounts of their PVs or staging dirs.
+# Prints what the test in namespace $1 left behind (nothing when clean): backend volumes and
+# snapshots made for that namespace, the recorded ones still there, their attachments, by-id
+# links, loop devices over their data, mounts of their PVs or staging dirs, VolumeAttachments.
 leak_check() {
-    local before_v=$1 before_s=$2 h pv s sha
-    comm -13 <(echo "$before_v") <(backend_volumes | sort) | sed 's/^/volume /'
-    comm -13 <(echo "$before_s") <(backend_snapshots | sort) | sed 's/^/snapshot /'
+    local ns=$1 h pv s sha
+    backend_volumes | awk -v ns="$ns" '$3 == ns {print "volume " $0}'
+    backend_snapshots | awk -v ns="$ns" '$3 == ns {print "snapshot " $0}'
     for s in "${RECORDED_SNAPSHOTS[@]}"; do
         backend_snapshots | awk -v s="$s" '$1 == s {print "snapshot (recorded) " $0}'
     done

@@ -55,8 +55,7 @@ trap cleanup EXIT
 k get csidriver cinder.csi.openstack.org >/dev/null || fail "no CSIDriver: is the cluster up (tests/k8s/cluster up)?"
 K8S_BACKEND=${K8S_BACKEND:-$(k8s_backend)}
 step "backend $K8S_BACKEND"
-before_volumes=$(backend_volumes | sort)
-before_snapshots=$(backend_snapshots | sort)
+[[ -z $(leak_check "$ns") ]] || fail "the backend has objects of namespace $ns from an earlier run: $(leak_check "$ns")"
 
 step "StorageClasses, VolumeSnapshotClass, namespace"
 k apply -f - >/dev/null <<EOF
@@ -142,7 +141,7 @@ wait_ready() {
 pv_of() { k -n "$ns" get pvc "$1" -o jsonpath='{.spec.volumeName}'; }
 handle_of() { k get pv "$1" -o jsonpath='{.spec.csi.volumeHandle}'; }
 capacity_of() { k -n "$ns" get pvc "$1" -o jsonpath='{.status.capacity.storage}'; }
-mounted_kib() { k -n "$ns" exec "$1" -- df -k /data | awk 'NR == 2 {print $2}'; }
+mounted_kib() { k -n "$ns" exec "$1" -- df -k /data | awk 'NR == 2 {print $2}' | grep . || echo 0; }
 
 # --- 1. WaitForFirstConsumer: the claim waits for its pod.
 step "PVC data (1Gi, WaitForFirstConsumer) stays Pending without a pod"
@@ -267,9 +266,9 @@ pv_dup=$(pv_of dup)
 record_handle "$(handle_of "$pv_dup")" "$pv_dup"
 n=$(backend_volumes | awk -v n="$pv_dup" '$2 == n' | wc -l)
 [[ $n == 1 ]] || fail "$n backend volumes named $pv_dup (want exactly 1)"
-extra=$(comm -13 <(echo "$before_volumes") <(backend_volumes | sort) | awk '{print $2}' | sort)
+made=$(backend_volumes | awk -v ns="$ns" '$3 == ns {print $2}' | sort)
 want=$(printf '%s\n' "${RECORDED_PVS[@]}" | sort)
-[[ $extra == "$want" ]] || fail "backend volumes made by this test: [$extra], want [$want]"
+[[ $made == "$want" ]] || fail "backend volumes of namespace $ns: [$made], want one per PV [$want]"
 
 # --- 8. Delete everything; nothing may be left.
 step "delete everything"
@@ -280,6 +279,6 @@ for pv in "${RECORDED_PVS[@]}"; do
     k wait --for=delete "pv/$pv" --timeout=300s >/dev/null 2>&1 || fail "PV $pv not deleted"
 done
 step "leak check"
-leaks=$(leak_check "$before_volumes" "$before_snapshots")
+leaks=$(leak_check "$ns")
 [[ -z $leaks ]] || fail "leaks: $leaks"
 echo "lifecycle: OK ($((SECONDS - t0)) s)"
