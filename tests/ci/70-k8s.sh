@@ -58,6 +58,9 @@ trap 'exit 130' INT TERM
 phase "install (packages, Go peers, helm)"
 tests/k8s/cluster install
 
+phase "e2e suite binary (tests/k8s/e2e) and ginkgo"
+tests/peers/build cinder-csi-e2e ginkgo >/dev/null
+
 phase "driver release binary"
 CARGO_INCREMENTAL=0 cargo build --release --locked --quiet --bin cinder-csi
 
