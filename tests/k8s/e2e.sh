@@ -67,7 +67,12 @@ fi
 bins=$("$repo/tests/peers/build" cinder-csi-e2e ginkgo)
 suite=$(sed -n 1p <<<"$bins")
 ginkgo=$(sed -n 2p <<<"$bins")
-out=${E2E_OUT:-$(mkdir -p /var/tmp/cinder-csi-e2e && mktemp -d /var/tmp/cinder-csi-e2e/run.XXXXXX)}
+if [[ $list == 1 ]]; then
+    out=$(mktemp -d)
+    trap 'rm -rf "$out"' EXIT
+else
+    out=${E2E_OUT:-$(mkdir -p /var/tmp/cinder-csi-e2e && mktemp -d /var/tmp/cinder-csi-e2e/run.XXXXXX)}
+fi
 mkdir -p "$out"
 # The ginkgo CLI runs a precompiled suite only under a name ending in .test.
 ln -sf "$suite" "$out/cinder-csi-e2e.test"
