@@ -105,7 +105,8 @@ bindAddress: 127.0.0.1
 metricsBindAddress: 127.0.0.1:10249
 healthzBindAddress: 127.0.0.1:10256
 oomScoreAdj: 0
-# Leave the host's conntrack sysctls as they are.
+# Leave the host's sysctls as they are: conntrack, and route_localnet (localhost NodePorts).
+iptables: {localhostNodePorts: false}
 conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
 EOF
 }

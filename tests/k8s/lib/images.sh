@@ -133,8 +133,7 @@ debian_mirror() {
         }' "$f"
     done
     cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-        sed -E 's/\[[^]]*\]//' | awk '$1 == "deb" && $3 == "bookworm" { print $2; exit }'
-    return 0
+        sed -E 's/\[[^]]*\]//' | awk '$1 == "deb" && $3 == "bookworm" { print $2; exit }' || true
 }
 
 # The driver image: deploy/Dockerfile's runtime-prebuilt target around $K8S_DRIVER_BIN

@@ -67,6 +67,25 @@ down() {
     if [[ -f $state/kube-proxy-config.yaml && -x $kp ]]; then
         "$kp" --cleanup >/dev/null 2>&1
     fi
+    #    What is left of KUBE-* chains (the kubelet's canary chains, a kube-proxy that died
+    #    mid-way): no other Kubernetes runs on this machine.
+    local ipt t
+    for ipt in iptables ip6tables; do
+        command -v "$ipt" >/dev/null || continue
+        for t in nat filter mangle; do
+            "$ipt" -t "$t" -S 2>/dev/null | grep -E '^-A [^ ]+ .*-j KUBE-' | grep -v '^-A KUBE-' |
+                sed 's/^-A /-D /' | while read -r rule; do
+                    # shellcheck disable=SC2086
+                    eval "$ipt -t $t $rule" 2>/dev/null
+                done
+            for c in $("$ipt" -t "$t" -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^KUBE-/ { print $2 }'); do
+                "$ipt" -t "$t" -F "$c" 2>/dev/null
+            done
+            for c in $("$ipt" -t "$t" -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^KUBE-/ { print $2 }'); do
+                "$ipt" -t "$t" -X "$c" 2>/dev/null
+            done
+        done
+    done
     # 5. Network namespaces made since up (containerd's cni-*), our bridge.
     for ns in $(ip netns list 2>/dev/null | awk '$1 ~ /^cni-/ { print $1 }'); do
         grep -qx "$ns" "$state/netns.before" 2>/dev/null || ip netns delete "$ns" 2>/dev/null
