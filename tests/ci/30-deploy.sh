@@ -31,6 +31,7 @@ validate() {
 }
 for k in 1.30.0 1.32.0 1.34.0; do
     "$helm" template r charts/cinder-csi -n kube-system | validate "$k"
+    "$helm" template r charts/cinder-csi -n kube-system --set controller.kind=Deployment | validate "$k"
     "$helm" template r charts/cinder-csi -n kube-system --set secret.create=true \
         --set 'secret.data.Global.auth-url=https://keystone:5000/v3' \
         --set 'additionalTopology.topology\.kubernetes\.io/region=R1' \
@@ -42,6 +43,7 @@ cat >"$tmpdir/knobs.yaml" <<'EOF2'
 secret: {enabled: false, hostMount: true}
 controller:
   readSecrets: true
+  hostNetwork: true
   replicas: 2
   extraVolumes: [{name: cacert, hostPath: {path: /etc/cacert}}]
   extraVolumeMounts: [{name: cacert, mountPath: /etc/cacert, readOnly: true}]
@@ -58,7 +60,7 @@ node:
   affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/os, operator: In, values: [linux]}]}]}}}
   resources: {limits: {}}
 sidecars: {imagePullPolicy: Always, livenessProbe: {image: x/livenessprobe:v1, port: 9808, extraArgs: [--probe-timeout=3s]}}
-csiDriver: {fsGroupPolicy: File, volumeLifecycleModes: [Persistent]}
+csiDriver: {fsGroupPolicy: File, volumeLifecycleModes: [Persistent], storageCapacity: true}
 storageClass:
   volumeBindingMode: WaitForFirstConsumer
   fsType: xfs
@@ -72,19 +74,56 @@ storageClass:
 EOF2
 for k in 1.30.0 1.34.0; do
     "$helm" template r charts/cinder-csi -n kube-system -f "$tmpdir/knobs.yaml" | validate "$k"
+    "$helm" template r charts/cinder-csi -n kube-system -f "$tmpdir/knobs.yaml" \
+        --set controller.kind=Deployment | validate "$k"
 done
 render() { "$helm" template r charts/cinder-csi -n kube-system "$@"; }
 fail() { echo "deploy check: $*"; exit 1; }
 # `grep -q` in a pipeline exits at the first match, so the writer may die of SIGPIPE and fail
 # the pipeline (pipefail): read everything instead.
 has() { grep "$@" >/dev/null; }
-# The controller is a Deployment, and every controller sidecar elects a leader.
-render -s templates/controller.yaml | has '^kind: Deployment$' || fail "controller is not a Deployment"
-for c in csi-attacher csi-provisioner csi-snapshotter csi-resizer; do
-    render -s templates/controller.yaml \
-        | awk -v c="$c" '$0 ~ "- name: "c"$" {f=1} f && /^        - name: / && $0 !~ c {f=0} f' \
-        | has -- '--leader-election=true' || fail "$c runs without --leader-election=true"
+# The controller is a StatefulSet by default, a Deployment on request; in both every
+# controller sidecar elects a leader, and each kind gets only its own update fields.
+ctl=$(render -s templates/controller.yaml)
+has '^kind: StatefulSet$' <<<"$ctl" || fail "the default controller is not a StatefulSet"
+has '^  serviceName: r-cinder-csi-controller$' <<<"$ctl" || fail "StatefulSet without serviceName"
+has '^  updateStrategy:$' <<<"$ctl" || fail "StatefulSet without updateStrategy"
+has '^  strategy:$' <<<"$ctl" && fail "StatefulSet rendered a Deployment strategy"
+dep=$(render -s templates/controller.yaml --set controller.kind=Deployment)
+has '^kind: Deployment$' <<<"$dep" || fail "controller.kind=Deployment is not a Deployment"
+has '^  strategy:$' <<<"$dep" || fail "Deployment without its strategy"
+has -E '^  (serviceName|podManagementPolicy|updateStrategy):' <<<"$dep" \
+    && fail "Deployment rendered StatefulSet fields"
+render --set controller.kind=DaemonSet >/dev/null 2>&1 && fail "controller.kind=DaemonSet accepted"
+for manifest in "$ctl" "$dep"; do
+    for c in csi-attacher csi-provisioner csi-snapshotter csi-resizer; do
+        awk -v c="$c" '$0 ~ "- name: "c"$" {f=1} f && /^        - name: / && $0 !~ c {f=0} f' \
+            <<<"$manifest" | has -- '--leader-election=true' \
+            || fail "$c runs without --leader-election=true"
+    done
 done
+# Leader election needs leases.
+render -s templates/controller-rbac.yaml | grep -A2 '"coordination.k8s.io"' \
+    | has 'verbs: \["get", "watch", "list", "delete", "update", "create"\]' \
+    || fail "controller RBAC lacks leases"
+# The controller on the host network moves its livenessprobe off the node plugin's host port.
+has -E '^      hostNetwork:' <<<"$ctl" && fail "controller on the host network by default"
+hn=$(render -s templates/controller.yaml --set controller.hostNetwork=true)
+has '^      hostNetwork: true$' <<<"$hn" || fail "controller.hostNetwork=true not rendered"
+has -- '--http-endpoint=:9809$' <<<"$hn" || fail "hostNetwork controller probe must leave 9808 to the node"
+has -- '--http-endpoint=:9808$' <<<"$ctl" || fail "controller probe port is not 9808 by default"
+render --set controller.hostNetwork=true --set controller.livenessProbePort=9808 >/dev/null 2>&1 \
+    && fail "hostNetwork with the node's probe port accepted"
+# Capacity tracking: off by default (as upstream); on, the CSIDriver says so and the
+# provisioner publishes CSIStorageCapacity owned by the StatefulSet (or the Deployment).
+render -s templates/csidriver.yaml | has '^  storageCapacity: true$' && fail "storageCapacity on by default"
+has -- '--enable-capacity' <<<"$ctl" && fail "capacity tracking on by default"
+render -s templates/csidriver.yaml --set csiDriver.storageCapacity=true \
+    | has '^  storageCapacity: true$' || fail "csiDriver.storageCapacity=true not rendered"
+render -s templates/controller.yaml --set csiDriver.storageCapacity=true \
+    | has -- '--capacity-ownerref-level=1$' || fail "StatefulSet capacity owner must be level 1"
+render -s templates/controller.yaml --set csiDriver.storageCapacity=true --set controller.kind=Deployment \
+    | has -- '--capacity-ownerref-level=2$' || fail "Deployment capacity owner must be level 2"
 # Secrets: no access by default, `get` only when asked for.
 render -s templates/controller-rbac.yaml | has secrets && fail "secrets RBAC rendered by default"
 render -s templates/controller-rbac.yaml --set controller.readSecrets=true \

@@ -68,11 +68,14 @@ trap 'exit 130' INT TERM
 phase "install (packages, Go peers, helm)"
 tests/k8s/cluster install
 
+phase "e2e suite binary (tests/k8s/e2e) and ginkgo"
+tests/peers/build cinder-csi-e2e ginkgo >/dev/null
+
 phase "driver release binary"
 CARGO_INCREMENTAL=0 cargo build --release --locked --quiet --bin cinder-csi
 
 phase "up --backend $backend"
-timeout "${K8S_UP_TIMEOUT_S:-1500}" tests/k8s/cluster up --backend "$backend"
+timeout "${K8S_UP_TIMEOUT_S:-1500}" tests/k8s/cluster up --backend "$backend" -f tests/k8s/values-test.yaml
 tests/k8s/cluster status >/dev/null
 eval "$(tests/k8s/cluster env)"
 

@@ -14,6 +14,9 @@ image_cache=${K8S_IMAGE_CACHE:-/var/cache/cinder-csi-images}
 PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
 BUSYBOX_IMAGE=registry.k8s.io/e2e-test-images/busybox:1.37.0-1
 AGNHOST_IMAGE=registry.k8s.io/e2e-test-images/agnhost:2.56
+# Images the storage specs run only `sh -c <their own script>` in: the volumes suite's exec
+# spec (nginx) and the multiVolume specs (jessie-dnsutils). A busybox root under their tags.
+SHELL_IMAGES=(registry.k8s.io/e2e-test-images/nginx:1.14-4 registry.k8s.io/e2e-test-images/jessie-dnsutils:1.7)
 
 # sidecar peer name -> the chart's values key holding its image.
 declare -A SIDECAR_KEY=(
@@ -173,7 +176,7 @@ driver_image_archive() {
 
 # Builds (or finds) every image and prints one archive path a line.
 images_build() {
-    local peers=$repo/tests/peers/build n bin ctx root
+    local peers=$repo/tests/peers/build n bin ctx root tag
     for n in "${!SIDECAR_KEY[@]}"; do
         bin=$("$peers" "$n")
         scratch_image "$(chart_image "${SIDECAR_KEY[$n]}")" "$bin" "/$n"
@@ -189,6 +192,9 @@ images_build() {
     busybox_root "$ctx/root"
     printf 'FROM scratch\nCOPY root/ /\nCMD ["sh"]\n' >"$ctx/Containerfile"
     build_image "$BUSYBOX_IMAGE" "$ctx"
+    for tag in "${SHELL_IMAGES[@]}"; do
+        build_image "$tag" "$ctx"
+    done
     # agnhost: busybox plus /agnhost (and the agnhost-2 link its entrypoint tests use).
     ctx=$(mktemp -d "$tmpd/ctx.XXXXXX")
     busybox_root "$ctx/root"

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Runs the Kubernetes "External Storage" e2e suite (tests/k8s/e2e, built by tests/peers/build)
+# against the cluster tests/k8s/cluster runs.
+#
+#   tests/k8s/e2e.sh [--focus RE] [--skip RE] [--testdriver FILE] [--full] [--procs N] [--list]
+#
+#   (default)        the CI focus: a fixed, bounded set of specs (tests/k8s/e2e-ci-focus.txt)
+#   --full           every External Storage spec of the driver definition
+#   --focus RE       run the specs whose full text matches RE instead (ginkgo -focus)
+#   --skip RE        skip these too (on top of tests/k8s/e2e-skips.txt)
+#   --testdriver F   the driver definition (default: tests/k8s/testdriver-<backend>.yaml,
+#                    the backend the installed controller runs, or $CINDER_CSI_K8S_BACKEND)
+#   --procs N        parallel ginkgo processes (default $E2E_PROCS or 3)
+#   --list           print the specs that would run (a dry run, no cluster needed) and exit
+#
+# Specs in tests/k8s/e2e-skips.txt never run (each line says why). The JSON report, the
+# ginkgo output and the framework's logs go to $E2E_OUT (default a fresh directory under
+# /var/tmp/cinder-csi-e2e). Once it runs, the last line is "N passed, N failed, N skipped"
+# (skipped: specs selected that the suite skipped itself or e2e-skips.txt removed); the
+# exit status is 0 only when nothing failed and something passed.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+here=$repo/tests/k8s
+
+# The CI focus: tests/k8s/e2e-ci-focus.txt, one regex per line (the spec's text after
+# "External Storage [Driver: ...]"), joined into one -focus.
+ci_focus() {
+    printf 'External.Storage.*(%s)' "$(sed -e 's/[[:space:]]\{1,\}#.*$//' -e '/^#/d' -e '/^[[:space:]]*$/d' \
+        "$here/e2e-ci-focus.txt" | paste -sd'|')"
+}
+
+focus=$(ci_focus) user_skip="" testdriver="" list=0
+procs=${E2E_PROCS:-3}
+while [[ $# -gt 0 ]]; do
+    case $1 in
+        --focus) focus=$2; shift 2 ;;
+        --skip) user_skip=$2; shift 2 ;;
+        --testdriver) testdriver=$2; shift 2 ;;
+        --full) focus='External.Storage'; shift ;;
+        --procs) procs=$2; shift 2 ;;
+        --list) list=1; shift ;;
+        -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "e2e.sh: unknown argument '$1' (--help)" >&2; exit 2 ;;
+    esac
+done
+
+# shellcheck source=tests/k8s/lib.sh
+. "$here/lib.sh"
+if [[ -z $testdriver ]]; then
+    backend=local
+    [[ $list == 1 ]] || backend=$(k8s_backend)
+    testdriver=$here/testdriver-$backend.yaml
+fi
+[[ -f $testdriver ]] || { echo "e2e.sh: no driver definition $testdriver" >&2; exit 2; }
+testdriver=$(cd "$(dirname "$testdriver")" && pwd)/$(basename "$testdriver")
+
+# Skips: the regex of every line of e2e-skips.txt (text before " # reason"), and --skip.
+skip=$(sed -e 's/[[:space:]]\{1,\}#.*$//' -e '/^#/d' -e '/^[[:space:]]*$/d' "$here/e2e-skips.txt" |
+    paste -sd'|')
+[[ -n $user_skip ]] && skip="$skip|$user_skip"
+
+if [[ $list == 0 && ! -r $KUBECONFIG ]]; then
+    echo "e2e.sh: no kubeconfig at $KUBECONFIG (tests/k8s/cluster up)" >&2
+    echo "0 passed, 1 failed, 0 skipped"
+    exit 2
+fi
+bins=$("$repo/tests/peers/build" cinder-csi-e2e ginkgo)
+suite=$(sed -n 1p <<<"$bins")
+ginkgo=$(sed -n 2p <<<"$bins")
+if [[ $list == 1 ]]; then
+    out=$(mktemp -d)
+    trap 'rm -rf "$out"' EXIT
+else
+    out=${E2E_OUT:-$(mkdir -p /var/tmp/cinder-csi-e2e && mktemp -d /var/tmp/cinder-csi-e2e/run.XXXXXX)}
+fi
+mkdir -p "$out"
+# The ginkgo CLI runs a precompiled suite only under a name ending in .test.
+ln -sf "$suite" "$out/cinder-csi-e2e.test"
+
+args=(-storage.testdriver="$testdriver" -repo-root="$repo" -report-dir="$out")
+if [[ $list == 1 ]]; then
+    "$out/cinder-csi-e2e.test" "${args[@]}" -kubeconfig=/dev/null -ginkgo.dry-run \
+        -ginkgo.focus="$focus" -ginkgo.skip="$skip" -ginkgo.v -ginkgo.no-color \
+        -ginkgo.json-report="$out/list.json" >/dev/null 2>&1 || true
+    python3 - "$out/list.json" <<'EOF'
+import json, sys
+for suite in json.load(open(sys.argv[1])):
+    for s in suite.get("SpecReports") or []:
+        if s.get("LeafNodeType") == "It" and s["State"] == "passed":
+            print(" ".join(s["ContainerHierarchyTexts"] + [s["LeafNodeText"]]))
+EOF
+    exit 0
+fi
+
+# The driver definition declares capacity: the release must publish it.
+if grep -qE '^ *capacity: *true' "$testdriver" &&
+    [[ $(k get csidriver cinder.csi.openstack.org -o jsonpath='{.spec.storageCapacity}') != true ]]; then
+    echo "e2e.sh: $(basename "$testdriver") declares capacity but the CSIDriver has no storageCapacity:" \
+        "install with -f tests/k8s/values-test.yaml (tests/k8s/cluster up -f ...)" >&2
+    echo "0 passed, 1 failed, 0 skipped"
+    exit 1
+fi
+echo "e2e: $(basename "$testdriver"), $procs process(es), output in $out"
+start=$SECONDS
+rc=0
+# -timeout bounds the whole run; a spec still running then fails (interrupted).
+(cd "$out" && "$ginkgo" run --procs="$procs" --timeout="${E2E_TIMEOUT:-2h}" --no-color \
+    --focus="$focus" --skip="$skip" --json-report=report.json --output-dir="$out" \
+    --silence-skips ./cinder-csi-e2e.test -- "${args[@]}" -kubeconfig="$KUBECONFIG") \
+    >"$out/ginkgo.log" 2>&1 || rc=$?
+echo "e2e: ginkgo exited $rc after $((SECONDS - start)) s (log: $out/ginkgo.log)"
+[[ -f $out/report.json ]] || { tail -n 40 "$out/ginkgo.log"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
+python3 "$here/e2e-summary.py" "$out/report.json" "$focus" "$skip"
