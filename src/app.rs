@@ -20,7 +20,9 @@ use crate::csi::pb::identity_server::IdentityServer;
 use crate::csi::pb::node_server::NodeServer;
 use crate::driver::controller::{Controller, ControllerOptions};
 use crate::driver::node::{NodeCore, NodeOptions, NodeReadiness};
-use crate::driver::probe::{CloudHealthObserver, CloudMonitor, NodeHealth, Readiness};
+use crate::driver::probe::{
+    CloudHealthObserver, CloudMonitor, NodeHealth, Readiness, NODE_TOOLS_REFRESH,
+};
 use crate::host::linux::LinuxHost;
 use crate::metadata::{self, Metadata};
 use crate::metrics::Metrics;
@@ -196,6 +198,9 @@ pub fn openstack_options(g: &GlobalConfig, bs: &BlockStorageConfig) -> OpenStack
         insecure: g.insecure(),
     };
     o.ignore_volume_microversion = bs.ignore_volume_microversion;
+    if let Some(n) = bs.api_concurrency {
+        o.api_concurrency = n;
+    }
     o
 }
 
@@ -356,7 +361,11 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     let node_service = match (&plan.metadata, plan.node) {
         (Some(metadata), true) => {
             let core = node_core(&args, &plan.config, metadata.clone());
-            health.push(Arc::new(NodeHealth { core: core.clone() }));
+            let node_health = NodeHealth::new(core.clone(), NODE_TOOLS_REFRESH);
+            // The first lookup at startup, so no Probe waits for it.
+            let first = node_health.clone();
+            tokio::spawn(async move { first.refresh().await });
+            health.push(Arc::new(node_health));
             readiness.push(Arc::new(NodeReadiness { core: core.clone() }));
             Some(NodeServer::new(NodeService::new(core)))
         }

@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use super::cloud_conf::{
     BlockStorageConfig, GlobalConfig, MetadataConfig, DEFAULT_METADATA_REQUEST_TIMEOUT,
-    DEFAULT_METADATA_URL, DEFAULT_NODE_VOLUME_ATTACH_LIMIT, MAX_NODE_VOLUME_ATTACH_LIMIT,
+    DEFAULT_METADATA_URL, DEFAULT_NODE_VOLUME_ATTACH_LIMIT, MAX_API_CONCURRENCY,
+    MAX_NODE_VOLUME_ATTACH_LIMIT,
 };
 use super::error::{quote, record, ConfigError, Location, Warning, WarningKind};
 use super::ini::{section_label, IniEntry, IniSection};
@@ -269,6 +270,18 @@ fn set_block_storage(
         "ignore-volume-microversion" => bs.ignore_volume_microversion = cx.boolean(v)?,
         "cascade-delete" => bs.cascade_delete = cx.boolean(v)?,
         "list-cluster-volumes-only" => bs.list_cluster_volumes_only = cx.boolean(v)?,
+        "api-concurrency" => {
+            let n = cx.integer(v)?;
+            bs.api_concurrency = match usize::try_from(n) {
+                Ok(n) if (1..=MAX_API_CONCURRENCY).contains(&n) => Some(n),
+                _ => {
+                    return Err(cx.err(format!(
+                        "{n} is not between 1 and {MAX_API_CONCURRENCY} \
+                         (requests in flight per API endpoint)"
+                    )))
+                }
+            };
+        }
         "retype-migration-policy" => {
             bs.retype_migration_policy = match cx.text(v)? {
                 None => RetypeMigrationPolicy::default(),

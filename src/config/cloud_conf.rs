@@ -13,6 +13,8 @@ use super::values::{EndpointType, MetadataSource, RetypeMigrationPolicy};
 pub const DEFAULT_NODE_VOLUME_ATTACH_LIMIT: u32 = 256;
 /// Largest accepted `node-volume-attach-limit` (upstream's cap).
 pub const MAX_NODE_VOLUME_ATTACH_LIMIT: u32 = 256;
+/// Largest accepted `[BlockStorage] api-concurrency`.
+pub const MAX_API_CONCURRENCY: usize = 64;
 /// `[Metadata] search-order` when unset.
 pub const DEFAULT_SEARCH_ORDER: [MetadataSource; 2] =
     [MetadataSource::ConfigDrive, MetadataSource::MetadataService];
@@ -112,6 +114,9 @@ pub struct BlockStorageConfig {
     pub list_cluster_volumes_only: bool,
     /// `retype-migration-policy` (cinder-csi): `never` (default) or `on-demand`.
     pub retype_migration_policy: RetypeMigrationPolicy,
+    /// `api-concurrency` (cinder-csi): requests in flight per API endpoint; unset → the
+    /// adapter's default (4).
+    pub api_concurrency: Option<usize>,
 }
 
 impl Default for BlockStorageConfig {
@@ -124,6 +129,7 @@ impl Default for BlockStorageConfig {
             cascade_delete: false,
             list_cluster_volumes_only: false,
             retype_migration_policy: RetypeMigrationPolicy::Never,
+            api_concurrency: None,
         }
     }
 }

@@ -38,8 +38,10 @@ pub trait Readiness: Send + Sync {
 pub const CLOUD_CHECK_INTERVAL: Duration = Duration::from_secs(30);
 /// After a failure the next check comes sooner, so recovery is seen quickly.
 pub const CLOUD_RETRY_INTERVAL: Duration = Duration::from_secs(10);
-/// Bound on one check.
-pub const CLOUD_CHECK_TIMEOUT: Duration = Duration::from_secs(8);
+/// Outer bound on one check. A backend bounds its own request from when it is sent (the
+/// OpenStack adapter: 8 s); this one also covers a token request and waiting behind the
+/// driver's own requests in flight, which must not make a reachable cloud look down.
+pub const CLOUD_CHECK_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// Receives every check result, e.g. to set a gauge per cloud.
 pub trait CloudHealthObserver: Send + Sync {
@@ -171,32 +173,78 @@ impl Readiness for CloudMonitor {
     }
 }
 
+/// How old the node's cached tool check may get before a Probe starts a refresh.
+pub const NODE_TOOLS_REFRESH: Duration = Duration::from_secs(30);
+
 /// Node health for Probe: the tools the node spawns for its default filesystem are installed
-/// (a local `PATH` lookup). The node's identity (metadata service or config drive) is not
-/// part of it: a slow metadata service must not get the plugin restarted; `/readyz` and
-/// NodeGetInfo report it.
+/// (a `PATH` lookup). The node's identity (metadata service or config drive) is not part of
+/// it: a slow metadata service must not get the plugin restarted; `/readyz` and NodeGetInfo
+/// report it. Probe is called every few seconds by the livenessprobe sidecar, so it answers
+/// from the last lookup and refreshes a stale one in the background, off the request path:
+/// it costs what NodeGetCapabilities costs.
 pub struct NodeHealth {
-    pub core: Arc<NodeCore>,
+    core: Arc<NodeCore>,
+    refresh_after: Duration,
+    last: Mutex<Option<(tokio::time::Instant, Result<(), NotReady>)>>,
+    refreshing: std::sync::atomic::AtomicBool,
 }
 
-#[async_trait]
-impl Readiness for NodeHealth {
-    async fn check(&self) -> Result<(), NotReady> {
+impl NodeHealth {
+    pub fn new(core: Arc<NodeCore>, refresh_after: Duration) -> Arc<Self> {
+        Arc::new(Self {
+            core,
+            refresh_after,
+            last: Mutex::new(None),
+            refreshing: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    /// Look the tools up now (blocking thread) and remember the answer.
+    pub async fn refresh(&self) -> Result<(), NotReady> {
         let host = self.core.host().clone();
         let missing =
             tokio::task::spawn_blocking(move || host.filesystems.missing_tools(DEFAULT_FS))
                 .await
                 .unwrap_or_default();
-        if missing.is_empty() {
-            return Ok(());
+        let result = if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(NotReady {
+                reason: format!(
+                    "{} not installed in the plugin's image (needed to format and grow \
+                     {DEFAULT_FS})",
+                    missing.join(", ")
+                ),
+                transient: false,
+            })
+        };
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((tokio::time::Instant::now(), result.clone()));
+        result
+    }
+}
+
+#[async_trait]
+impl Readiness for Arc<NodeHealth> {
+    async fn check(&self) -> Result<(), NotReady> {
+        let cached = self.last.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let Some((at, result)) = cached else {
+            return self.refresh().await;
+        };
+        let stale = at.elapsed() >= self.refresh_after;
+        if stale
+            && !self
+                .refreshing
+                .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            let me = self.clone();
+            tokio::spawn(async move {
+                let _ = me.refresh().await;
+                me.refreshing
+                    .store(false, std::sync::atomic::Ordering::SeqCst);
+            });
         }
-        Err(NotReady {
-            reason: format!(
-                "{} not installed in the plugin's image (needed to format and grow {DEFAULT_FS})",
-                missing.join(", ")
-            ),
-            transient: false,
-        })
+        result
     }
 }
 

@@ -9,6 +9,12 @@
 //! - the exec anchor: `/bin/mount --bind` + `/bin/umount` (and `/bin/mount -t ext4` for stage);
 //! - the transport floor: two empty gRPC calls (NodeGetCapabilities) on the same channel.
 //!
+//! With `-- --other "CMD ARGS"` (e.g. upstream's cinder-csi-plugin in node mode; the bench
+//! adds `--endpoint=unix://…`), both drivers then run the same calls, interleaved round by
+//! round, each on its own blank loop device, and a side-by-side table with ratios follows
+//! (node_side.rs). The other driver finds its device by `/dev/disk/by-id/virtio-<id[:20]>`,
+//! which the bench links (and removes).
+//!
 //! Prints a Markdown table (p50/p99 per pair) for docs/PERFORMANCE.md. `BENCH_ROUNDS` and
 //! `BENCH_ITERS` scale it (defaults 5 × 400 for publish, a fifth of that for stage).
 //! `BENCH_RT=1` runs the benchmark and the driver under SCHED_FIFO (via `chrt`), which takes
@@ -26,11 +32,16 @@ use cinder_csi::csi::pb::*;
 use nix::mount::{MntFlags, MsFlags};
 use tonic::transport::Channel;
 
+mod node_side;
+
 const VOL: &str = "bench-0123456789abcdefghij";
+const OTHER_VOL: &str = "benchother-0123456789abcdef";
 
 struct Cleanup {
     root: PathBuf,
     dev: Option<String>,
+    other_dev: Option<String>,
+    link: Option<PathBuf>,
 }
 
 impl Drop for Cleanup {
@@ -45,14 +56,17 @@ impl Drop for Cleanup {
         for m in mounts {
             let _ = nix::mount::umount2(m, MntFlags::MNT_DETACH);
         }
-        if let Some(dev) = &self.dev {
+        if let Some(link) = &self.link {
+            let _ = std::fs::remove_file(link);
+        }
+        for dev in self.dev.iter().chain(&self.other_dev) {
             let _ = Command::new("losetup").args(["-d", dev]).status();
         }
         let _ = std::fs::remove_dir_all(&self.root);
     }
 }
 
-fn cap() -> VolumeCapability {
+pub(crate) fn cap() -> VolumeCapability {
     VolumeCapability {
         access_type: Some(AccessType::Mount(MountVolume {
             fs_type: "ext4".into(),
@@ -66,7 +80,7 @@ fn cap() -> VolumeCapability {
 }
 
 #[derive(Default)]
-struct Samples(Vec<Duration>);
+pub(crate) struct Samples(Vec<Duration>);
 
 impl Samples {
     fn p(&mut self, q: f64) -> Duration {
@@ -76,7 +90,7 @@ impl Samples {
     }
 }
 
-fn us(d: Duration) -> String {
+pub(crate) fn us(d: Duration) -> String {
     let us = d.as_secs_f64() * 1e6;
     if us >= 1000.0 {
         format!("{:.2} ms", us / 1000.0)
@@ -113,22 +127,19 @@ fn main() {
     let mut cleanup = Cleanup {
         root: root.clone(),
         dev: None,
+        other_dev: None,
+        link: None,
     };
+    let args: Vec<String> = std::env::args().collect();
+    let other: Option<Vec<String>> = args
+        .iter()
+        .position(|a| a == "--other")
+        .map(|i| args[i + 1].split_whitespace().map(str::to_string).collect());
     let kubelet = root.join("kubelet");
     let by_id = root.join("local/by-id");
     std::fs::create_dir_all(&kubelet).unwrap();
     std::fs::create_dir_all(&by_id).unwrap();
-    let img = root.join("vol.img");
-    std::fs::File::create(&img)
-        .unwrap()
-        .set_len(1 << 30)
-        .unwrap();
-    let out = Command::new("losetup")
-        .args(["--find", "--show", img.to_str().unwrap()])
-        .output()
-        .unwrap();
-    let dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    assert!(dev.starts_with("/dev/loop"), "losetup: {out:?}");
+    let dev = loop_device(&root.join("vol.img"));
     cleanup.dev = Some(dev.clone());
     std::os::unix::fs::symlink(&dev, by_id.join(format!("virtio-{}", &VOL[..20]))).unwrap();
 
@@ -157,15 +168,89 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    let mut other_child = None;
+    if let Some(cmd) = &other {
+        let other_dev = loop_device(&root.join("other.img"));
+        cleanup.other_dev = Some(other_dev.clone());
+        let link = PathBuf::from(format!("/dev/disk/by-id/virtio-{}", &OTHER_VOL[..20]));
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&other_dev, &link).unwrap();
+        cleanup.link = Some(link);
+        other_child = Some(
+            Command::new(&cmd[0])
+                .args(&cmd[1..])
+                .arg(format!(
+                    "--endpoint=unix://{}",
+                    root.join("other.sock").display()
+                ))
+                .stdout(std::fs::File::create(root.join("other.log")).unwrap())
+                .stderr(std::fs::File::create(root.join("other.log")).unwrap())
+                .spawn()
+                .unwrap_or_else(|e| panic!("start {}: {e}", cmd[0])),
+        );
+    }
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        rt.block_on(run(&kubelet, &dev, &sock, rounds, iters, stage_iters))
+        rt.block_on(async {
+            run(&kubelet, &dev, &sock, rounds, iters, stage_iters).await;
+            if let Some(cmd) = &other {
+                let label = Path::new(&cmd[0]).file_name().unwrap().to_string_lossy();
+                let mut sides = [
+                    node_side::Side::new("cinder-csi", &sock, &kubelet.join("side"), VOL, &dev)
+                        .await,
+                    node_side::Side::new(
+                        &label,
+                        &root.join("other.sock"),
+                        &root.join("other"),
+                        OTHER_VOL,
+                        cleanup.other_dev.as_deref().unwrap(),
+                    )
+                    .await,
+                ];
+                for s in sides.iter_mut() {
+                    s.first_stage().await;
+                }
+                for _ in 0..rounds {
+                    for s in sides.iter_mut() {
+                        s.round(iters / 4).await;
+                    }
+                }
+                for s in sides.iter_mut() {
+                    s.finish().await;
+                }
+                node_side::report(&mut sides);
+            }
+        })
     }));
     let _ = child.kill();
     let _ = child.wait();
+    if let Some(mut c) = other_child {
+        let _ = c.kill();
+        let _ = c.wait();
+        if result.is_err() {
+            let log = std::fs::read_to_string(root.join("other.log")).unwrap_or_default();
+            eprintln!("--- other driver log:\n{log}");
+        }
+    }
     drop(cleanup);
     if let Err(e) = result {
         std::panic::resume_unwind(e);
     }
+}
+
+/// A loop device over a new sparse 1 GiB file.
+fn loop_device(img: &Path) -> String {
+    std::fs::File::create(img)
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let out = Command::new("losetup")
+        .args(["--find", "--show", img.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(dev.starts_with("/dev/loop"), "losetup: {out:?}");
+    dev
 }
 
 fn env_num(name: &str, default: usize) -> usize {

@@ -1,8 +1,10 @@
 //! Startup latency and memory of the real binary: time from spawn until Probe answers over
 //! the socket (node mode, local backend), and the idle resident set size afterwards.
 //!
-//! `cargo bench --bench startup` (build the release binary first: the bench runs
-//! target/release/cinder-csi when it exists, else the debug one).
+//! `cargo bench --bench startup -- [--other "CMD ARGS"]` (build the release binary first: the
+//! bench runs target/release/cinder-csi when it exists, else the debug one). With `--other`, a
+//! second driver's command line (node mode; the bench adds `--endpoint=unix://…`) is measured
+//! the same way, runs interleaved, and both are printed side by side.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -36,6 +38,59 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[idx]
 }
 
+/// Spawn `cmd` (plus `--endpoint=unix://…`), time it until Probe answers, read its RSS.
+fn once(rt: &tokio::runtime::Runtime, cmd: &[String]) -> (Duration, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("csi.sock");
+    let args: Vec<String> = cmd[1..]
+        .iter()
+        .map(|a| a.replace("{dir}", &dir.path().display().to_string()))
+        .collect();
+    let started = Instant::now();
+    let mut child = Command::new(&cmd[0])
+        .args(&args)
+        .arg(format!("--endpoint=unix://{}", sock.display()))
+        .env("CINDER_CSI_LOG_LEVEL", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {}: {e}", cmd[0]));
+    let answered = rt.block_on(async {
+        loop {
+            if let Ok(ch) = cinder_csi::csi::client::connect_unix(sock.clone()).await {
+                let mut c = IdentityClient::new(ch);
+                if c.probe(ProbeRequest {}).await.is_ok() {
+                    return started.elapsed();
+                }
+            }
+            if started.elapsed() > Duration::from_secs(10) {
+                let _ = child.kill();
+                panic!("{} did not answer Probe within 10 s", cmd[0]);
+            }
+            tokio::time::sleep(Duration::from_micros(200)).await;
+        }
+    });
+    let rss = rss_kib(child.id());
+    let _ = child.kill();
+    let _ = child.wait();
+    (answered, rss)
+}
+
+struct Stats {
+    label: String,
+    samples: Vec<Duration>,
+    rss: Vec<u64>,
+}
+
+impl Stats {
+    fn ms(&self, p: f64) -> f64 {
+        percentile(&self.samples, p).as_secs_f64() * 1e3
+    }
+    fn rss_median(&self) -> u64 {
+        self.rss[self.rss.len() / 2]
+    }
+}
+
 fn main() {
     let bin = binary();
     let runs: usize = std::env::var("RUNS")
@@ -46,56 +101,71 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let mut samples = Vec::with_capacity(runs);
-    let mut rss = Vec::with_capacity(runs);
+    let args: Vec<String> = std::env::args().collect();
+    let other: Option<Vec<String>> = args
+        .iter()
+        .position(|a| a == "--other")
+        .map(|i| args[i + 1].split_whitespace().map(str::to_string).collect());
+    let ours: Vec<String> = [
+        bin.display().to_string().as_str(),
+        "--mode=node",
+        "--backend=local",
+        "--node-id=n1",
+        "--local-dir={dir}/local",
+        "--kubelet-dir={dir}",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut all: Vec<(Vec<String>, Stats)> = std::iter::once(ours)
+        .chain(other)
+        .map(|cmd| {
+            let label = PathBuf::from(&cmd[0])
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .to_string();
+            let s = Stats {
+                label,
+                samples: Vec::with_capacity(runs),
+                rss: Vec::with_capacity(runs),
+            };
+            (cmd, s)
+        })
+        .collect();
+    // Interleaved, so both see the same machine load.
     for _ in 0..runs {
-        let dir = tempfile::tempdir().unwrap();
-        let sock = dir.path().join("csi.sock");
-        let started = Instant::now();
-        let mut child = Command::new(&bin)
-            .args(["--mode", "node", "--backend", "local", "--node-id", "n1"])
-            .arg("--local-dir")
-            .arg(dir.path().join("local"))
-            .arg("--kubelet-dir")
-            .arg(dir.path())
-            .arg("--endpoint")
-            .arg(format!("unix://{}", sock.display()))
-            .env("CINDER_CSI_LOG_LEVEL", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let answered = rt.block_on(async {
-            loop {
-                if let Ok(ch) = cinder_csi::csi::client::connect_unix(sock.clone()).await {
-                    let mut c = IdentityClient::new(ch);
-                    if c.probe(ProbeRequest {}).await.is_ok() {
-                        return started.elapsed();
-                    }
-                }
-                if started.elapsed() > Duration::from_secs(10) {
-                    panic!("driver did not answer Probe within 10 s");
-                }
-                tokio::time::sleep(Duration::from_micros(200)).await;
-            }
-        });
-        samples.push(answered);
-        rss.push(rss_kib(child.id()));
-        let _ = child.kill();
-        let _ = child.wait();
+        for (cmd, s) in all.iter_mut() {
+            let (t, rss) = once(&rt, cmd);
+            s.samples.push(t);
+            s.rss.push(rss);
+        }
     }
-    samples.sort();
-    rss.sort();
+    for (_, s) in all.iter_mut() {
+        s.samples.sort();
+        s.rss.sort();
+    }
     println!("binary: {}", bin.display());
-    println!(
-        "startup to first Probe answered (node mode, {runs} runs): p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
-        percentile(&samples, 0.5).as_secs_f64() * 1e3,
-        percentile(&samples, 0.99).as_secs_f64() * 1e3,
-        samples.last().unwrap().as_secs_f64() * 1e3
-    );
-    println!(
-        "RSS after the first Probe: median {} KiB, max {} KiB",
-        rss[rss.len() / 2],
-        rss.last().unwrap()
-    );
+    println!("\nStartup to first Probe answered (node mode, {runs} runs each, interleaved)\n");
+    println!("| driver | p50 | p99 | max | RSS after first Probe (median / max) |");
+    println!("|---|---|---|---|---|");
+    for (_, s) in &all {
+        println!(
+            "| {} | {:.1} ms | {:.1} ms | {:.1} ms | {} / {} KiB |",
+            s.label,
+            s.ms(0.5),
+            s.ms(0.99),
+            s.ms(1.0),
+            s.rss_median(),
+            s.rss.last().unwrap()
+        );
+    }
+    if let [(_, a), (_, b)] = &all[..] {
+        println!(
+            "\nratio {} / {}: startup p50 {:.2}, RSS {:.2}",
+            a.label,
+            b.label,
+            a.ms(0.5) / b.ms(0.5),
+            a.rss_median() as f64 / b.rss_median() as f64
+        );
+    }
 }

@@ -31,6 +31,8 @@ pub struct Request {
     pub path: String,
     pub query: Vec<(String, String)>,
     pub body: Option<Value>,
+    /// Overrides the client's request timeout; counts from when the request is sent.
+    pub timeout: Option<std::time::Duration>,
 }
 
 impl Request {
@@ -41,7 +43,13 @@ impl Request {
             path: path.into(),
             query: Vec::new(),
             body: None,
+            timeout: None,
         }
+    }
+
+    pub fn timeout(mut self, t: std::time::Duration) -> Self {
+        self.timeout = Some(t);
+        self
     }
 
     pub fn get(op: Op, path: impl Into<String>) -> Self {
@@ -191,6 +199,9 @@ impl Api {
             }
             if let Some(body) = &req.body {
                 rb = rb.json(body);
+            }
+            if let Some(t) = req.timeout {
+                rb = rb.timeout(t);
             }
             match self.http.execute(req.op, rb, &[]).await {
                 Err(e) if e.is_status(401) && !retried => {

@@ -1,6 +1,7 @@
 //! The HTTP client of one cloud (TLS, timeouts, User-Agent) and the single place where a
 //! request is sent: it is timed and counted, its request id captured, and an error status
-//! turned into an [`ApiError`]. Tokens and microversions are added by `api.rs`.
+//! turned into an [`ApiError`]. Tokens and microversions are added by `api.rs`. Requests in
+//! flight and idle connections are bounded per endpoint (`limit.rs` says why).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,9 +14,13 @@ use super::errors::{request_id, ApiError};
 use super::metrics::{ApiMetrics, Op};
 use super::options::{OpenStackOptions, ProxyOptions, TlsOptions};
 
-/// Pooled connections idle longer than this are dropped, below common server keep-alive
-/// timeouts (uWSGI 4 s, Apache 5 s), so we rarely write into a connection being closed.
-const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(3);
+mod limit;
+pub use limit::{EndpointLimits, DEFAULT_PER_ENDPOINT};
+
+/// Pooled connections idle longer than this are closed: below common server keep-alive
+/// timeouts (gunicorn 2 s, uWSGI 4 s, Apache 5 s), so an idle connection of ours neither holds
+/// a server thread for long nor is written into while the server closes it.
+pub const POOL_IDLE_TIMEOUT: Duration = Duration::from_millis(1500);
 const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
 
 pub fn user_agent() -> String {
@@ -36,6 +41,9 @@ pub async fn build_client(opts: &OpenStackOptions) -> Result<reqwest::Client, St
         .connect_timeout(opts.connect_timeout)
         .timeout(opts.request_timeout)
         .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+        // No more idle connections than requests may be in flight (`Http::limits`): a burst
+        // reuses them instead of leaving extra ones holding server threads.
+        .pool_max_idle_per_host(opts.api_concurrency.max(1))
         .tcp_keepalive(TCP_KEEPALIVE)
         // OpenStack APIs do not redirect; following one would resend X-Auth-Token elsewhere.
         .redirect(reqwest::redirect::Policy::none());
@@ -154,11 +162,22 @@ impl Answer {
 pub struct Http {
     pub client: reqwest::Client,
     pub metrics: Arc<ApiMetrics>,
+    /// Slots per endpoint: a request is sent (and its timeout starts) once it holds one.
+    pub limits: Arc<EndpointLimits>,
 }
 
 impl Http {
+    pub fn new(client: reqwest::Client, metrics: Arc<ApiMetrics>, per_endpoint: usize) -> Self {
+        Self {
+            client,
+            metrics,
+            limits: Arc::new(EndpointLimits::new(per_endpoint)),
+        }
+    }
+
     /// Send `req` as operation `op`. 2xx is success; `also_ok` admits other statuses (the
-    /// version documents answer 300 Multiple Choices).
+    /// version documents answer 300 Multiple Choices). Waits for a slot on the endpoint
+    /// first; the request's timeout counts from when it is sent, not from the wait.
     pub async fn execute(
         &self,
         op: Op,
@@ -168,6 +187,9 @@ impl Http {
         let req = req
             .build()
             .map_err(|e| ApiError::bad_answer(op.name(), format!("building the request: {e}")))?;
+        // Held until the answer is read, and across the one resend below: a retry takes no
+        // second slot, so retries never pile up on an endpoint that is already busy.
+        let _slot = self.limits.acquire(req.url()).await;
         // A server may close an idle keep-alive connection just as we reuse it ("connection
         // closed before message completed"). Like Go's transport (upstream's), resend once
         // when that happens to a request that is safe to repeat (GET, HEAD).
@@ -239,6 +261,9 @@ impl Http {
 
 #[cfg(test)]
 mod tls_tests;
+
+#[cfg(test)]
+mod limit_tests;
 
 #[cfg(test)]
 mod tests {
@@ -390,10 +415,11 @@ mod tests {
     async fn safe_requests_are_resent_once_after_a_broken_connection() {
         use std::sync::atomic::Ordering;
         let (url, seen) = flaky_server().await;
-        let http = Http {
-            client: build_client(&opts(TlsOptions::default())).await.unwrap(),
-            metrics: std::sync::Arc::new(ApiMetrics::new()),
-        };
+        let http = Http::new(
+            build_client(&opts(TlsOptions::default())).await.unwrap(),
+            std::sync::Arc::new(ApiMetrics::new()),
+            DEFAULT_PER_ENDPOINT,
+        );
         http.execute(Op::VolumeGet, http.client.get(&url), &[])
             .await
             .expect("resent once");

@@ -82,10 +82,7 @@ impl OpenStack {
         let client = http::build_client(opts)
             .await
             .map_err(|e| format!("{label}: {e}"))?;
-        let http = http::Http {
-            client,
-            metrics: metrics.clone(),
-        };
+        let http = http::Http::new(client, metrics.clone(), opts.api_concurrency);
         let keystone = Keystone::new(
             http.clone(),
             &opts.auth_url,

@@ -108,6 +108,9 @@ pub struct OpenStackOptions {
     pub proxy: ProxyOptions,
     pub connect_timeout: Duration,
     pub request_timeout: Duration,
+    /// `[BlockStorage] api-concurrency`: requests in flight per API endpoint (Keystone,
+    /// Cinder, Nova each); idle connections kept per endpoint are bounded by it too.
+    pub api_concurrency: usize,
     /// `[BlockStorage] ignore-volume-microversion`: talk Cinder 3.0 only (for clouds whose
     /// microversion handling is broken). Online extend and restore from backup then fail with
     /// Unsupported instead of being tried.
@@ -126,6 +129,7 @@ impl OpenStackOptions {
             proxy: ProxyOptions::default(),
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            api_concurrency: super::http::DEFAULT_PER_ENDPOINT,
             ignore_volume_microversion: false,
         }
     }

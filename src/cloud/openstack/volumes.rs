@@ -17,11 +17,21 @@ use crate::cloud::{
     VolumeFilter, VolumeSource, VolumeWait,
 };
 
+/// Bound on the cloud check's one request, from when it is sent.
+pub const CHECK_REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(8);
+
 impl OpenStack {
     /// Credentials valid and Cinder answering: the cheapest authenticated call.
+    /// The background cloud check: one small list. Its timeout counts from when it is sent,
+    /// so a burst of our own requests ahead of it (waiting for a slot on Cinder, see
+    /// `http/limit.rs`) never makes a reachable cloud look down.
     pub(super) async fn check_volumes(&self) -> CloudResult<()> {
         self.api
-            .cinder(Request::get(Op::VolumeList, "volumes").query("limit", "1"))
+            .cinder(
+                Request::get(Op::VolumeList, "volumes")
+                    .query("limit", "1")
+                    .timeout(CHECK_REQUEST_TIMEOUT),
+            )
             .await
             .map(|_| ())
             .map_err(|e| e.into_cloud(Resource::Volume, "(list)"))

@@ -115,6 +115,7 @@ fn every_key_parses_into_its_typed_field() {
             cascade_delete: true,
             list_cluster_volumes_only: true,
             retype_migration_policy: RetypeMigrationPolicy::OnDemand,
+            api_concurrency: None,
         }
     );
     assert_eq!(
@@ -196,6 +197,9 @@ fn scalar_spellings() {
         }),
         ("[BlockStorage]\nrescan-on-resize = No", "false", |c| {
             c.block_storage.rescan_on_resize.to_string()
+        }),
+        ("[BlockStorage]\napi-concurrency = 12", "Some(12)", |c| {
+            format!("{:?}", c.block_storage.api_concurrency)
         }),
         (
             "[BlockStorage]\nretype-migration-policy = NEVER",

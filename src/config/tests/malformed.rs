@@ -160,6 +160,11 @@ const CASES: &[(&str, &str, &str)] = &[
         "[BlockStorage]\nretype-migration-policy = always\n",
         r#"/etc/config/cloud.conf:2: [BlockStorage] retype-migration-policy: "always" is not a retype migration policy (use never or on-demand)"#,
     ),
+    (
+        "api-concurrency out of range",
+        "[BlockStorage]\napi-concurrency = 0\n",
+        "/etc/config/cloud.conf:2: [BlockStorage] api-concurrency: 0 is not between 1 and 64 (requests in flight per API endpoint)",
+    ),
 ];
 
 #[test]

@@ -16,11 +16,27 @@ impl Controller {
         let deadline = wait_deadline(req.deadline);
         let id = req.volume_id.as_str();
         let storage = &cloud.storage;
+        // DELETE first: Cinder itself refuses what we must refuse (attached, in use, in a
+        // transition, with snapshots), and the GET that tells which is made only then; a
+        // delete that goes through costs one request less.
+        let message = match storage.delete_volume(id, self.opts.cascade_delete).await {
+            Ok(()) => return until_deleted(cloud, id, deadline).await,
+            Err(CloudError::NotFound { .. }) => return Ok(()),
+            Err(CloudError::Conflict { message, .. }) => message,
+            Err(e) => return Err(e.into()),
+        };
         let mut v = match storage.get_volume(id).await {
             Ok(v) => v,
             Err(CloudError::NotFound { .. }) => return Ok(()),
             Err(e) => return Err(e.into()),
         };
+        if v.attachments.is_empty()
+            && v.status != VolumeStatus::InUse
+            && v.status != VolumeStatus::Deleting
+            && !v.status.is_transitional()
+        {
+            return Err(self.explain_refusal(cloud, id, &message).await);
+        }
         for _ in 0..MAX_STATE_RETRIES {
             if !v.attachments.is_empty() || v.status == VolumeStatus::InUse {
                 let servers: Vec<&str> =

@@ -113,6 +113,35 @@ def _conductor_consuming(s):
                for line in r.stdout.splitlines() if len(line.split()) == 2)
 
 
+def restart_apis(s):
+    """Restart cinder-api and nova-api only, with OSTACK_API_PROCESSES / OSTACK_API_THREADS
+    (unset: the defaults). Callers hold `flock -x /var/tmp/cinder-csi-ostack.lock`."""
+    alive = procs.running(s)
+    if not {'cinder-api', 'nova-api'} <= set(alive):
+        raise ServiceError('ostack restart-apis: the cloud is not up')
+    render.cinder(s)
+    render.nova(s)
+    procs.stop_many(s, ['cinder-api', 'nova-api'])
+    uwsgi = s.bin('uwsgi')
+    for name, port in (('cinder-api', PORTS['cinder-api']), ('nova-api', PORTS['nova-api'])):
+        procs.start(s, name, [uwsgi, '--ini', s.etc / f'{name}-uwsgi.ini'])
+        procs.wait(s, name, lambda port=port: _answers(port), 120, 'to answer')
+    for name, default in (('cinder-api', 8), ('nova-api', 4)):
+        p, t = render.api_workers(default)
+        print(f'ostack restart-apis: {name} runs {p} process(es) x {t} thread(s)', flush=True)
+
+
+def _answers(port):
+    """The API's application is loaded: its version document answers (any HTTP status)."""
+    try:
+        urllib.request.urlopen(f'http://127.0.0.1:{port}/', timeout=5)
+    except urllib.error.HTTPError:
+        pass
+    except OSError:
+        return False
+    return True
+
+
 def up(s):
     _installed(s)
     clock = Clock('up')

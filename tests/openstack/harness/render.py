@@ -1,6 +1,7 @@
 """Config files of every service, written into the state dir on each `up` (cheap, keeps them in
 step with this code). Options and why they are needed: shared/reference/mini-openstack.md §3."""
 
+import os
 import shutil
 
 from .settings import (BACKENDS, HERE, COMPUTE_HOST, COMPUTE_HOSTS, HOST, KEYSTONE_URL, PORTS, RABBIT_PASS,
@@ -31,11 +32,20 @@ def transport_url():
     return f'rabbit://{RABBIT_USER}:{RABBIT_PASS}@{HOST}:{PORTS["rabbitmq"]}/'
 
 
-def _uwsgi(s, name, port, module, threads, extra):
+def api_workers(default_threads):
+    """(processes, threads) of cinder-api and nova-api: OSTACK_API_PROCESSES (default 1) and
+    OSTACK_API_THREADS (default: each service's own), to measure clients against other shapes
+    of threaded WSGI behind keep-alive (`ostack restart-apis`)."""
+    return (int(os.environ.get('OSTACK_API_PROCESSES') or 1),
+            int(os.environ.get('OSTACK_API_THREADS') or default_threads))
+
+
+def _uwsgi(s, name, port, module, threads, extra, processes=1):
     lines = ['[uwsgi]',
              # http11-socket + keep-alive: plain http-socket resets pooled connections.
              f'http11-socket = {HOST}:{port}', 'http-keepalive = 1', f'module = {module}',
-             'master = true', 'processes = 1', f'threads = {threads}', 'enable-threads = true',
+             'master = true', f'processes = {processes}', f'threads = {threads}',
+             'enable-threads = true',
              'lazy-apps = true', 'die-on-term = true', 'buffer-size = 65535',
              f'procname-prefix = {name}-', *extra, '']
     (s.etc / f'{name}-uwsgi.ini').write_text('\n'.join(lines))
@@ -115,8 +125,10 @@ def cinder(s):
         }))
     sections += [('keystone_authtoken', _authtoken('cinder')), ('nova', _auth('nova'))]
     cinder_conf(s).write_text(_ini(sections))
-    _uwsgi(s, 'cinder-api', PORTS['cinder-api'], 'cinder.wsgi.api:application', 8,
-           [f'pyargv = --config-file {cinder_conf(s)} --log-file {s.log / "cinder-api.log"}'])
+    processes, threads = api_workers(8)
+    _uwsgi(s, 'cinder-api', PORTS['cinder-api'], 'cinder.wsgi.api:application', threads,
+           [f'pyargv = --config-file {cinder_conf(s)} --log-file {s.log / "cinder-api.log"}'],
+           processes)
 
 
 def nova_conf(s):
@@ -160,9 +172,11 @@ def nova(s):
         (d / f'nova-compute-{zone}.conf').write_text(_ini([('DEFAULT', {
             'host': COMPUTE_HOSTS[zone], 'state_path': state,
             'instances_path': state / 'instances'})]))
-    _uwsgi(s, 'nova-api', PORTS['nova-api'], 'nova.wsgi.osapi_compute:application', 4,
+    processes, threads = api_workers(4)
+    _uwsgi(s, 'nova-api', PORTS['nova-api'], 'nova.wsgi.osapi_compute:application', threads,
            [f'env = OS_NOVA_CONFIG_DIR={d}',
-            f'pyargv = --config-file {nova_conf(s)} --log-file {s.log / "nova-api.log"}'])
+            f'pyargv = --config-file {nova_conf(s)} --log-file {s.log / "nova-api.log"}'],
+           processes)
 
 
 def rabbitmq(s):

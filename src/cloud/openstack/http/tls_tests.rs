@@ -101,10 +101,11 @@ async fn serve(pki: &Pki, client_auth: bool) -> String {
 async fn get(tls: TlsOptions, url: &str) -> Result<(), ApiError> {
     let mut o = OpenStackOptions::new("https://127.0.0.1/v3", Default::default());
     o.tls = tls;
-    let http = Http {
-        client: build_client(&o).await.unwrap(),
-        metrics: Arc::new(ApiMetrics::new()),
-    };
+    let http = Http::new(
+        build_client(&o).await.unwrap(),
+        Arc::new(ApiMetrics::new()),
+        DEFAULT_PER_ENDPOINT,
+    );
     http.execute(Op::CinderVersions, http.client.get(url), &[])
         .await
         .map(|_| ())

@@ -26,12 +26,15 @@ async fn unknown_volume_is_ok() {
 async fn deletes_and_waits_until_gone_then_repeats_ok() {
     let e = env();
     let v = e.create("a", 1).await;
+    let gets = e.fake.calls(Op::GetVolume);
     e.ctl.delete_volume(delete_req(&v.id)).await.unwrap();
     assert!(e.fake.volume(&v.id).is_none(), "gone when the RPC returns");
     for _ in 0..3 {
         e.ctl.delete_volume(delete_req(&v.id)).await.unwrap();
     }
-    assert_eq!(e.fake.calls(Op::DeleteVolume), 1);
+    // DELETE first, no GET before it: each repeat is one DELETE answered 404.
+    assert_eq!(e.fake.calls(Op::DeleteVolume), 4);
+    assert_eq!(e.fake.calls(Op::GetVolume), gets);
 }
 
 #[tokio::test(start_paused = true)]
@@ -44,7 +47,9 @@ async fn attached_volume_is_failed_precondition_and_kept() {
         Err(Error::FailedPrecondition(m)) if m.contains("node-1")
     );
     assert_eq!(e.fake.volume(&v.id).unwrap().status, VolumeStatus::InUse);
-    assert_eq!(e.fake.calls(Op::DeleteVolume), 0);
+    // Cinder refused the one DELETE (it checks attachments atomically; a GET before it could
+    // not, the volume may be attached in between); nothing was retried.
+    assert_eq!(e.fake.calls(Op::DeleteVolume), 1);
 }
 
 #[tokio::test(start_paused = true)]
@@ -105,7 +110,8 @@ async fn a_deleting_volume_is_waited_for() {
     cloud.storage.delete_volume(&v.id, false).await.unwrap();
     e.ctl.delete_volume(delete_req(&v.id)).await.unwrap();
     assert!(e.fake.volume(&v.id).is_none());
-    assert_eq!(e.fake.calls(Op::DeleteVolume), 1, "no second delete call");
+    // Ours: one DELETE, refused while `deleting`, then the wait; no retry of the delete.
+    assert_eq!(e.fake.calls(Op::DeleteVolume), 2, "no second delete call of ours");
 }
 
 #[tokio::test(start_paused = true)]

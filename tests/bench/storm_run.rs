@@ -1,0 +1,431 @@
+//! One driver's storm: start it, run the four phases over gRPC, wait out what it leaves
+//! pending (a CreateVolume that returns before `available`, a DeleteVolume before gone), and
+//! read what the relay counted. Volumes left behind by a failure are removed as admin.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use cinder_csi::csi::pb;
+use cinder_csi::csi::pb::controller_client::ControllerClient;
+use tokio::time::Instant;
+use tonic::transport::{Channel, Endpoint, Uri};
+
+use super::openstack_support::Cloud;
+use super::proxy::{self, Relay, Seen};
+
+/// The sidecars' RPC timeout (upstream manifests: --timeout=3m).
+const RPC_TIMEOUT: Duration = Duration::from_secs(180);
+const GIB: i64 = 1 << 30;
+pub const PHASES: [&str; 4] = [
+    "CreateVolume",
+    "ControllerPublishVolume",
+    "ControllerUnpublishVolume",
+    "DeleteVolume",
+];
+
+pub struct Phase {
+    /// Until the last RPC answered.
+    pub call: Duration,
+    /// Then until the cloud showed every volume `available` (create) or gone (delete).
+    pub wait: Duration,
+    pub latencies: Vec<Duration>,
+    pub seen: BTreeMap<&'static str, Seen>,
+}
+
+impl Phase {
+    pub fn wall(&self) -> f64 {
+        (self.call + self.wait).as_secs_f64()
+    }
+
+    pub fn pct(&self, p: f64) -> f64 {
+        let s = &self.latencies;
+        if s.is_empty() {
+            return 0.0;
+        }
+        let i = ((s.len() as f64 * p).ceil() as usize).clamp(1, s.len()) - 1;
+        s[i].as_secs_f64()
+    }
+
+    pub fn requests(&self) -> u64 {
+        self.seen.values().map(Seen::total).sum()
+    }
+}
+
+pub struct Outcome {
+    pub label: String,
+    pub phases: Vec<Phase>,
+    pub tokens: u64,
+    pub peak_rss_kib: u64,
+    pub error: Option<String>,
+}
+
+/// A driver process; stopped (its log shown on failure) when dropped.
+struct Driver {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let _ = self.child.wait();
+    }
+}
+
+impl Driver {
+    fn tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+}
+
+pub async fn storm(
+    cloud: &Cloud,
+    relay: &Relay,
+    label: &str,
+    cmd: &[String],
+    conf: &Path,
+    n: usize,
+) -> Outcome {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("csi.sock");
+    let log = dir.path().join("driver.log");
+    let start = relay.take();
+    let driver = Driver {
+        child: Command::new(&cmd[0])
+            .args(&cmd[1..])
+            .arg(format!("--endpoint=unix://{}", socket.display()))
+            .arg(format!("--cloud-config={}", conf.display()))
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&log).unwrap())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {}: {e}", cmd[0])),
+        log,
+    };
+    let label = format!(
+        "{label} ({})",
+        Path::new(&cmd[0]).file_name().unwrap().to_string_lossy()
+    );
+    let run = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
+    let mut phases = Vec::new();
+    let result = phases_of(cloud, relay, &socket, n, &run, &mut phases).await;
+    let peak_rss_kib = peak_rss(driver.child.id());
+    let all = proxy::since(&start, &relay.take());
+    let tokens = all.get("Keystone").map_or(0, |s| {
+        s.requests.get("POST /v3/auth/tokens").copied().unwrap_or(0)
+    });
+    let error = result
+        .err()
+        .map(|e| format!("{e}\n--- driver log:\n{}", driver.tail()));
+    drop(driver);
+    leftovers(cloud, &run);
+    Outcome {
+        label,
+        phases,
+        tokens,
+        peak_rss_kib,
+        error,
+    }
+}
+
+async fn phases_of(
+    cloud: &Cloud,
+    relay: &Relay,
+    socket: &Path,
+    n: usize,
+    run: &str,
+    phases: &mut Vec<Phase>,
+) -> Result<(), String> {
+    let client = ControllerClient::new(connect(socket).await?);
+    let watch = Watch::new(cloud).await?;
+    let server = cloud.node(1, "ID").to_string();
+    let ids = phase(phases, relay, n, |i| {
+        let mut c = client.clone();
+        let name = format!("storm-{run}-{i}");
+        async move {
+            let r = c
+                .create_volume(rpc(pb::CreateVolumeRequest {
+                    name,
+                    capacity_range: Some(pb::CapacityRange {
+                        required_bytes: GIB,
+                        limit_bytes: 0,
+                    }),
+                    volume_capabilities: vec![capability()],
+                    ..Default::default()
+                }))
+                .await?;
+            Ok(r.into_inner()
+                .volume
+                .map(|v| v.volume_id)
+                .unwrap_or_default())
+        }
+    })
+    .await?;
+    // Charge the wait until all are available (upstream returns right after the POST).
+    let last = phases.last_mut().unwrap();
+    last.wait = watch.until(&ids, |s| s == Some("available")).await?;
+    let ids = &ids;
+    phase(phases, relay, n, |i| {
+        let mut c = client.clone();
+        let (id, node) = (ids[i].clone(), server.clone());
+        async move {
+            c.controller_publish_volume(rpc(pb::ControllerPublishVolumeRequest {
+                volume_id: id.clone(),
+                node_id: node,
+                volume_capability: Some(capability()),
+                ..Default::default()
+            }))
+            .await?;
+            Ok(id)
+        }
+    })
+    .await?;
+    phase(phases, relay, n, |i| {
+        let mut c = client.clone();
+        let (id, node) = (ids[i].clone(), server.clone());
+        async move {
+            c.controller_unpublish_volume(rpc(pb::ControllerUnpublishVolumeRequest {
+                volume_id: id.clone(),
+                node_id: node,
+                ..Default::default()
+            }))
+            .await?;
+            Ok(id)
+        }
+    })
+    .await?;
+    phase(phases, relay, n, |i| {
+        let mut c = client.clone();
+        let id = ids[i].clone();
+        async move {
+            c.delete_volume(rpc(pb::DeleteVolumeRequest {
+                volume_id: id.clone(),
+                ..Default::default()
+            }))
+            .await?;
+            Ok(id)
+        }
+    })
+    .await?;
+    let last = phases.last_mut().unwrap();
+    last.wait = watch.until(ids, |s| s.is_none()).await?;
+    Ok(())
+}
+
+fn rpc<T>(msg: T) -> tonic::Request<T> {
+    let mut r = tonic::Request::new(msg);
+    r.set_timeout(RPC_TIMEOUT);
+    r
+}
+
+fn capability() -> pb::VolumeCapability {
+    pb::VolumeCapability {
+        access_type: Some(pb::volume_capability::AccessType::Mount(
+            pb::volume_capability::MountVolume {
+                fs_type: "ext4".into(),
+                ..Default::default()
+            },
+        )),
+        access_mode: Some(pb::volume_capability::AccessMode {
+            mode: pb::volume_capability::access_mode::Mode::SingleNodeWriter as i32,
+        }),
+    }
+}
+
+/// Run `n` copies of one RPC at once; record the time, latencies and requests on the wire.
+async fn phase<F, Fut>(
+    phases: &mut Vec<Phase>,
+    relay: &Relay,
+    n: usize,
+    call: F,
+) -> Result<Vec<String>, String>
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = Result<String, tonic::Status>> + Send + 'static,
+{
+    let before = relay.take();
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..n)
+        .map(|i| {
+            let fut = call(i);
+            tokio::spawn(async move {
+                let t = Instant::now();
+                (fut.await, t.elapsed())
+            })
+        })
+        .collect();
+    let mut ids = Vec::with_capacity(n);
+    let mut latencies = Vec::with_capacity(n);
+    let mut failed = Vec::new();
+    for t in tasks {
+        let (r, took) = t.await.map_err(|e| e.to_string())?;
+        latencies.push(took);
+        match r {
+            Ok(id) => ids.push(id),
+            Err(s) => failed.push(format!("{:?}: {}", s.code(), s.message())),
+        }
+    }
+    let call = started.elapsed();
+    latencies.sort();
+    phases.push(Phase {
+        call,
+        wait: Duration::ZERO,
+        latencies,
+        seen: proxy::since(&before, &relay.take()),
+    });
+    if failed.is_empty() {
+        Ok(ids)
+    } else {
+        Err(format!(
+            "{}: {} of {n} failed: {}",
+            PHASES[phases.len() - 1],
+            failed.len(),
+            failed.join("; ")
+        ))
+    }
+}
+
+/// The bench's own view of the volumes, straight to Cinder (not through the relay): one
+/// project-wide list per 100 ms.
+struct Watch {
+    http: reqwest::Client,
+    token: String,
+    url: String,
+}
+
+impl Watch {
+    async fn new(cloud: &Cloud) -> Result<Self, String> {
+        let body = serde_json::json!({"auth": {
+            "identity": {"methods": ["password"], "password": {"user": {
+                "name": cloud.var("OS_USERNAME"), "password": cloud.var("OS_PASSWORD"),
+                "domain": {"id": cloud.var("OS_USER_DOMAIN_ID")}}}},
+            "scope": {"project": {"name": cloud.var("OS_PROJECT_NAME"),
+                "domain": {"id": cloud.var("OS_PROJECT_DOMAIN_ID")}}}}});
+        let http = reqwest::Client::new();
+        let r = http
+            .post(format!("{}/auth/tokens", cloud.var("OS_AUTH_URL")))
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        let token = r
+            .headers()
+            .get("x-subject-token")
+            .and_then(|v| v.to_str().ok())
+            .ok_or("no token")?
+            .to_string();
+        let url = format!(
+            "http://127.0.0.1:8776/v3/{}/volumes?limit=1000",
+            cloud.var("OSTACK_PROJECT_ID")
+        );
+        Ok(Self { http, token, url })
+    }
+
+    /// Time until `ok(status)` holds for every id (`None` = the volume is gone).
+    async fn until(
+        &self,
+        ids: &[String],
+        ok: impl Fn(Option<&str>) -> bool,
+    ) -> Result<Duration, String> {
+        let started = Instant::now();
+        let wanted: HashSet<&str> = ids.iter().map(String::as_str).collect();
+        loop {
+            let v: serde_json::Value = self
+                .http
+                .get(self.url.replace("volumes?", "volumes/detail?"))
+                .header("X-Auth-Token", &self.token)
+                .send()
+                .await
+                .map_err(|e| e.to_string())?
+                .json()
+                .await
+                .map_err(|e| e.to_string())?;
+            let status: BTreeMap<&str, &str> = v["volumes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|v| Some((v["id"].as_str()?, v["status"].as_str()?)))
+                .filter(|(id, _)| wanted.contains(id))
+                .collect();
+            if wanted.iter().all(|id| ok(status.get(id).copied())) {
+                return Ok(started.elapsed());
+            }
+            if started.elapsed() > RPC_TIMEOUT {
+                return Err(format!("volumes not settled: {status:?}"));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+async fn connect(socket: &Path) -> Result<Channel, String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while tokio::net::UnixStream::connect(socket).await.is_err() {
+        if Instant::now() > deadline {
+            return Err("the driver did not bind its socket".into());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let path = socket.to_path_buf();
+    Endpoint::try_from("http://csi.invalid")
+        .map_err(|e| e.to_string())?
+        .connect_with_connector(tower::service_fn(move |_: Uri| {
+            let path = path.clone();
+            async move {
+                let s = tokio::net::UnixStream::connect(path).await?;
+                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(s))
+            }
+        }))
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// Peak resident set (VmHWM) in KiB, from /proc.
+fn peak_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Volumes of this run still in the cloud after a failure: detach and delete as admin.
+fn leftovers(cloud: &Cloud, run: &str) {
+    let Some(list) = cloud.api(
+        true,
+        "block-storage",
+        "GET",
+        "/volumes/detail?all_tenants=1",
+    ) else {
+        return;
+    };
+    let prefix = format!("storm-{run}-");
+    for v in list["volumes"].as_array().cloned().unwrap_or_default() {
+        if !v["name"].as_str().unwrap_or_default().starts_with(&prefix) {
+            continue;
+        }
+        let id = v["id"].as_str().unwrap_or_default().to_string();
+        for a in v["attachments"].as_array().cloned().unwrap_or_default() {
+            let server = a["server_id"].as_str().unwrap_or_default();
+            cloud.api(
+                true,
+                "compute",
+                "DELETE",
+                &format!("/servers/{server}/os-volume_attachments/{id}"),
+            );
+        }
+        cloud.wait_for(&format!("volume {id} detached"), || {
+            !matches!(
+                cloud.volume_status(&id).as_str(),
+                "in-use" | "detaching" | "attaching" | "reserved" | "creating"
+            )
+        });
+        cloud.api(true, "block-storage", "DELETE", &format!("/volumes/{id}"));
+    }
+}
