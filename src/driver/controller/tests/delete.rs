@@ -111,7 +111,11 @@ async fn a_deleting_volume_is_waited_for() {
     e.ctl.delete_volume(delete_req(&v.id)).await.unwrap();
     assert!(e.fake.volume(&v.id).is_none());
     // Ours: one DELETE, refused while `deleting`, then the wait; no retry of the delete.
-    assert_eq!(e.fake.calls(Op::DeleteVolume), 2, "no second delete call of ours");
+    assert_eq!(
+        e.fake.calls(Op::DeleteVolume),
+        2,
+        "no second delete call of ours"
+    );
 }
 
 #[tokio::test(start_paused = true)]
