@@ -78,13 +78,14 @@ impl Side {
         }
     }
 
-    /// The first stage formats the blank device (signatures wiped first).
+    /// The first stage formats the blank device (discarded first: the loop file's blocks are
+    /// punched out and read back as zeros, a blank disk again).
     pub async fn first_stage(&mut self) {
-        let st = std::process::Command::new("wipefs")
-            .args(["-a", "-q", &self.dev])
+        let st = std::process::Command::new("blkdiscard")
+            .args(["-f", &self.dev])
             .status()
             .unwrap();
-        assert!(st.success(), "wipefs {}", self.dev);
+        assert!(st.success(), "blkdiscard {}", self.dev);
         let t = Instant::now();
         self.node
             .node_stage_volume(self.stage.clone())
