@@ -110,7 +110,7 @@ async fn stats_unknown(ctx: &mut Ctx<'_>) -> CaseResult {
             ctx.node_get_volume_stats(stats_req(&unknown_id(), &path))
                 .await,
             &[Code::NotFound],
-            &format!("NodeGetVolumeStats of an unknown volume at {path}"),
+            format!("NodeGetVolumeStats of an unknown volume at {path}"),
         )?;
     }
     Ok(())
@@ -126,7 +126,7 @@ async fn stats_wrong_path(ctx: &mut Ctx<'_>) -> CaseResult {
             ctx.node_get_volume_stats(stats_req(&vol.volume_id, &path))
                 .await,
             &[Code::NotFound],
-            &format!("NodeGetVolumeStats at {path}, where the volume is not published"),
+            format!("NodeGetVolumeStats at {path}, where the volume is not published"),
         )?;
     }
     Ok(())
@@ -173,7 +173,7 @@ async fn expand_unknown(ctx: &mut Ctx<'_>) -> CaseResult {
         code(
             ctx.node_expand_volume(req).await,
             &[Code::NotFound],
-            &format!("NodeExpandVolume of an unknown volume at {path}"),
+            format!("NodeExpandVolume of an unknown volume at {path}"),
         )?;
     }
     Ok(())
