@@ -124,6 +124,12 @@ render -s templates/controller.yaml --set csiDriver.storageCapacity=true \
     | has -- '--capacity-ownerref-level=1$' || fail "StatefulSet capacity owner must be level 1"
 render -s templates/controller.yaml --set csiDriver.storageCapacity=true --set controller.kind=Deployment \
     | has -- '--capacity-ownerref-level=2$' || fail "Deployment capacity owner must be level 2"
+# A privileged controller (the local backend's) must not keep the default
+# allowPrivilegeEscalation: false: the API server refuses that pair (found by a real cluster).
+priv=$(render -s templates/controller.yaml --set controller.securityContext.privileged=true)
+has 'allowPrivilegeEscalation' <<<"$(grep -B3 -A3 'privileged: true' <<<"$priv")" &&
+    fail "privileged controller container keeps allowPrivilegeEscalation"
+has 'privileged: true' <<<"$priv" || fail "controller.securityContext.privileged not rendered"
 # Secrets: no access by default, `get` only when asked for.
 render -s templates/controller-rbac.yaml | has secrets && fail "secrets RBAC rendered by default"
 render -s templates/controller-rbac.yaml --set controller.readSecrets=true \
