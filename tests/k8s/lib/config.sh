@@ -121,7 +121,7 @@ chart_values() {
             cat >"$f" <<EOF
 secret: {enabled: false}
 node:
-  kubeletDir: $state/kubelet
+  kubeletDir: $kubelet_dir
   extraArgs: [--backend=local, --local-dir=$state/local]
   extraVolumes: [{name: local-dir, hostPath: {path: $state/local, type: DirectoryOrCreate}}]
   extraVolumeMounts: [{name: local-dir, mountPath: $state/local, mountPropagation: HostToContainer}]
@@ -160,7 +160,7 @@ secret:
     cloud.conf: |
 $(sed 's/^/      /' "$OSTACK_CLOUD_CONF")
 node:
-  kubeletDir: $state/kubelet
+  kubeletDir: $kubelet_dir
   extraArgs:
     - --by-id-dir=${OSTACK_NODE_1_BY_ID_DIR:?}
     - --metadata-url=${OSTACK_NODE_1_METADATA_URL:?}

@@ -93,8 +93,12 @@ down() {
     ip link show "$bridge" >/dev/null 2>&1 && ip link delete "$bridge"
     # 6. Mounts under the state dir (pod volumes, the driver's staging mounts, containerd's
     #    overlays and shm), deepest first; then what make_shared did.
+    #    The kubelet dir's mounts are ours too when up bound it (it was empty then).
+    local kd=""
+    grep -qx "bind $kubelet_dir" "$state/mounts.made" 2>/dev/null && kd=$kubelet_dir/
     for _ in 1 2 3; do
-        m=$(awk -v p="$state/" 'index($2, p) == 1 { print $2 }' /proc/self/mounts | sort -r)
+        m=$(awk -v p="$state/" -v k="$kd" 'index($2, p) == 1 || (k != "" && index($2, k) == 1) { print $2 }' \
+            /proc/self/mounts | sort -r)
         [[ -z $m ]] && break
         for l in $m; do umount "$l" 2>/dev/null || umount -l "$l" 2>/dev/null; done
     done
@@ -103,6 +107,7 @@ down() {
             case $what in
                 shared) mount --make-private "$path" 2>/dev/null ;;
                 bind) umount "$path" 2>/dev/null || umount -l "$path" 2>/dev/null ;;
+                dir) rmdir "$path" 2>/dev/null ;;
             esac
         done
     fi
