@@ -106,8 +106,10 @@ scratch_image() {
     build_image "$tag" "$ctx"
 }
 
-# A busybox root (Debian's busybox-static, every applet linked in /bin), a passwd/group with
-# the users the e2e images have, /tmp.
+# A busybox root (Debian's busybox-static, every applet linked in /bin), /tmp, and a
+# passwd/group as the image it stands in for has: busybox's knows root and nobody only (the
+# fsGroup specs read `ls -l` and expect a bare 1000), agnhost's also the users its Dockerfile
+# adds (busybox_root ROOT agnhost).
 busybox_root() {
     local root=$1 a
     mkdir -p "$root/bin" "$root/etc" "$root/tmp" "$root/root"
@@ -117,8 +119,13 @@ busybox_root() {
         [[ $a == busybox ]] || ln -sf busybox "$root/bin/$a"
     done
     ln -s bin "$root/sbin" 2>/dev/null || true
-    printf 'root:x:0:0:root:/root:/bin/sh\nuser-defined-in-image:x:1000:1000::/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$root/etc/passwd"
-    printf 'root:x:0:\nuser-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\nnobody:x:65534:\n' >"$root/etc/group"
+    if [[ ${2:-} == agnhost ]]; then
+        printf 'root:x:0:0:root:/root:/bin/sh\nuser-defined-in-image:x:1000:1000::/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$root/etc/passwd"
+        printf 'root:x:0:\nuser-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\nnobody:x:65534:\n' >"$root/etc/group"
+    else
+        printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/home:/bin/false\n' >"$root/etc/passwd"
+        printf 'root:x:0:\nnobody:x:65534:\n' >"$root/etc/group"
+    fi
 }
 
 # The Debian mirror apt uses for bookworm (deb822 .sources or one-line lists).
@@ -197,7 +204,7 @@ images_build() {
     done
     # agnhost: busybox plus /agnhost (and the agnhost-2 link its entrypoint tests use).
     ctx=$(mktemp -d "$tmpd/ctx.XXXXXX")
-    busybox_root "$ctx/root"
+    busybox_root "$ctx/root" agnhost
     cp "$("$peers" agnhost)" "$ctx/root/agnhost"
     ln -s agnhost "$ctx/root/agnhost-2"
     mkdir -p "$ctx/root/uploads"
