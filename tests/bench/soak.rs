@@ -128,7 +128,7 @@ impl Ctx {
                 };
                 // One in four sent twice at once, as a provisioner whose first call timed out:
                 // both answer the same volume, or one is Aborted by the name's guard.
-                let (a, b) = if s.generation % 4 == 0 {
+                let (a, b) = if s.generation.is_multiple_of(4) {
                     tokio::join!(create(), create())
                 } else {
                     (create().await, Err(tonic::Status::aborted("not sent")))
