@@ -115,9 +115,53 @@ fn map(m: &std::collections::HashMap<String, String>) -> HashMap<String, String>
     m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
+/// The kubelet dir the node parameters are checked against.
+const KUBELET: &str = "/var/lib/kubelet";
+
+/// The node core's own checks of a request (ids, paths under the kubelet dir, access type,
+/// mount flags, volume_context), as its plans run them before any host call.
+fn node_params(
+    volume_id: &str,
+    paths: &[(&str, &str)],
+    cap: Option<&pb::VolumeCapability>,
+    context: Option<&std::collections::HashMap<String, String>>,
+) -> Vec<crate::driver::Error> {
+    use crate::driver::node::params;
+    let dir = Path::new(KUBELET);
+    let mut errors = vec![];
+    if let Err(e) = params::volume_id(volume_id) {
+        errors.push(e);
+    }
+    for (field, raw) in paths {
+        if let Err(e) = params::volume_path(volume_id, field, raw, dir) {
+            errors.push(e);
+        }
+    }
+    let mut fs = None;
+    if let Some(Ok(c)) = cap.map(convert::capability) {
+        match params::access(&c) {
+            Ok(a) => {
+                let _ = params::read_only_flag(&a);
+                if let params::Access::Mount { fs: f, .. } = a {
+                    fs = Some(f);
+                }
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    if let Some(ctx) = context {
+        if let Err(e) = params::stage_context(ctx, fs) {
+            errors.push(e);
+        }
+    }
+    errors
+}
+
 /// Arbitrary protobuf of a CSI request (the first byte picks the RPC) → prost decode → the
-/// conversions and validations the handlers run before any side effect; every error is
-/// mapped to its gRPC status, as the handlers do.
+/// conversions and validations the handlers (and the node core's plans) run before any side
+/// effect; every error is mapped to its gRPC status, as the handlers do. Every RPC of the
+/// Identity, Controller and Node services the driver serves has a kind (the ones without
+/// fields are decoded only).
 pub fn grpc_request(data: &[u8]) {
     let Some((&kind, body)) = data.split_first() else {
         return;
@@ -136,7 +180,7 @@ pub fn grpc_request(data: &[u8]) {
             }
         };
     }
-    match kind % 14 {
+    match kind % 24 {
         0 => {
             let r = decode!(pb::CreateVolumeRequest);
             check(convert::required(&r.name, "name").map(drop));
@@ -207,16 +251,96 @@ pub fn grpc_request(data: &[u8]) {
             let r = decode!(pb::NodeStageVolumeRequest);
             check(convert::required(&r.staging_target_path, "staging_target_path").map(drop));
             check(convert::required_capability(r.volume_capability.as_ref()).map(drop));
+            errors.extend(node_params(
+                &r.volume_id,
+                &[("staging_target_path", &r.staging_target_path)],
+                r.volume_capability.as_ref(),
+                Some(&r.volume_context),
+            ));
         }
         12 => {
             let r = decode!(pb::NodePublishVolumeRequest);
             check(convert::required(&r.target_path, "target_path").map(drop));
             check(convert::required_capability(r.volume_capability.as_ref()).map(drop));
+            errors.extend(node_params(
+                &r.volume_id,
+                &[
+                    ("target_path", &r.target_path),
+                    ("staging_target_path", &r.staging_target_path),
+                ],
+                r.volume_capability.as_ref(),
+                Some(&r.volume_context),
+            ));
         }
-        _ => {
+        13 => {
             let r = decode!(pb::NodeExpandVolumeRequest);
             check(convert::required(&r.volume_path, "volume_path").map(drop));
             check(convert::capacity_range(r.capacity_range.as_ref()).map(drop));
+            errors.extend(node_params(
+                &r.volume_id,
+                &[
+                    ("volume_path", &r.volume_path),
+                    ("staging_target_path", &r.staging_target_path),
+                ],
+                r.volume_capability.as_ref(),
+                None,
+            ));
+        }
+        14 => {
+            let r = decode!(pb::NodeUnstageVolumeRequest);
+            check(convert::required(&r.staging_target_path, "staging_target_path").map(drop));
+            errors.extend(node_params(
+                &r.volume_id,
+                &[("staging_target_path", &r.staging_target_path)],
+                None,
+                None,
+            ));
+        }
+        15 => {
+            let r = decode!(pb::NodeUnpublishVolumeRequest);
+            check(convert::required(&r.target_path, "target_path").map(drop));
+            errors.extend(node_params(
+                &r.volume_id,
+                &[("target_path", &r.target_path)],
+                None,
+                None,
+            ));
+        }
+        16 => {
+            let r = decode!(pb::NodeGetVolumeStatsRequest);
+            check(convert::required(&r.volume_path, "volume_path").map(drop));
+            errors.extend(node_params(
+                &r.volume_id,
+                &[("volume_path", &r.volume_path)],
+                None,
+                None,
+            ));
+        }
+        17 => {
+            let r = decode!(pb::DeleteSnapshotRequest);
+            check(convert::required(&r.snapshot_id, "snapshot_id").map(drop));
+        }
+        18 => {
+            let r = decode!(pb::GetSnapshotRequest);
+            check(convert::required(&r.snapshot_id, "snapshot_id").map(drop));
+        }
+        19 => {
+            let r = decode!(pb::ControllerGetVolumeRequest);
+            check(convert::required(&r.volume_id, "volume_id").map(drop));
+        }
+        20 => {
+            let _ = decode!(pb::GetPluginInfoRequest);
+            let _ = pb::GetPluginCapabilitiesRequest::decode(body);
+            let _ = pb::ProbeRequest::decode(body);
+        }
+        21 => {
+            let _ = decode!(pb::ControllerGetCapabilitiesRequest);
+        }
+        22 => {
+            let _ = decode!(pb::NodeGetCapabilitiesRequest);
+        }
+        _ => {
+            let _ = decode!(pb::NodeGetInfoRequest);
         }
     }
     if let Ok(s) = std::str::from_utf8(body) {

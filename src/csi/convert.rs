@@ -31,7 +31,12 @@ pub fn parse_grpc_timeout(v: &str) -> Option<Duration> {
     if v.len() < 2 || v.len() > 9 {
         return None;
     }
-    let (num, unit) = v.split_at(v.len() - 1);
+    // Checked: the last byte may be inside a multi-byte character (found by fuzzing).
+    let (num, unit) = v.split_at_checked(v.len() - 1)?;
+    // Digits only: u64's parser would also take a sign.
+    if !num.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
     let n: u64 = num.parse().ok()?;
     Some(match unit {
         "H" => Duration::from_secs(n.checked_mul(3600)?),
@@ -210,6 +215,10 @@ mod tests {
         assert_eq!(parse_grpc_timeout("S"), None);
         assert_eq!(parse_grpc_timeout("10x"), None);
         assert_eq!(parse_grpc_timeout("123456789S"), None);
+        assert_eq!(parse_grpc_timeout("+5S"), None);
+        // tests/fuzz/corpus/grpc_request/crash-grpc-timeout-char-boundary: a panic before.
+        assert_eq!(parse_grpc_timeout("11!2251\u{759}"), None);
+        assert_eq!(parse_grpc_timeout("1\u{e9}"), None);
     }
 
     #[test]

@@ -164,8 +164,8 @@ pub trait Mounter: Send + Sync {
     /// or binds of the same bound file (reads /proc/self/mountinfo).
     fn mounts_sharing(&self, path: &Path) -> HostResult<Vec<PathBuf>>;
     /// Whether the filesystem at `path` is read-only because of errors: the superblock is
-    /// read-only while the mount itself is not (reads /proc/self/mountinfo; call only when
-    /// statvfs already said read-only).
+    /// read-only (or ext4's `emergency_ro`) while the mount itself is not (reads
+    /// /proc/self/mountinfo).
     fn read_only_after_errors(&self, path: &Path) -> HostResult<bool>;
     /// `mkdir -p`, mode 0750 for the directories created.
     fn create_dir(&self, path: &Path) -> HostResult<()>;
@@ -208,6 +208,9 @@ pub trait Filesystems: Send + Sync {
     fn usage(&self, path: &Path) -> HostResult<Usage>;
     /// Tools missing on this host for `fs` (empty when all are there).
     fn missing_tools(&self, fs: FsKind) -> Vec<String>;
+    /// Whether the unmounted filesystem on `device` is whole and consistent, checked without
+    /// writing to it (`e2fsck -fn`, `xfs_repair -n`, `btrfs check --readonly`).
+    fn is_consistent(&self, device: &Path, fs: FsKind) -> HostResult<bool>;
 }
 
 /// The three roles, as one bundle for the node core.

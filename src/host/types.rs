@@ -113,6 +113,9 @@ pub struct FormatOptions {
     pub inode_size: Option<u32>,
     pub bytes_per_inode: Option<u64>,
     pub number_of_inodes: Option<u64>,
+    /// The device holds only a format of ours that was interrupted (see the node core's
+    /// mkfs marker): mkfs may write over its partial signature (`-f`).
+    pub overwrite_interrupted: bool,
 }
 
 /// How to mount a filesystem.

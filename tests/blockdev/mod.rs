@@ -51,6 +51,11 @@ impl Loop {
             .unwrap();
         f.set_len(size).unwrap();
         drop(f);
+        Self::attach(file)
+    }
+
+    /// A loop device over an existing file (the first free one).
+    pub fn attach(file: PathBuf) -> Loop {
         let dev = run("losetup", &["--find", "--show", file.to_str().unwrap()]);
         Loop {
             file,
@@ -134,6 +139,10 @@ pub struct NodeEnv {
     pub kubelet: PathBuf,
     pub by_id: PathBuf,
     pub root: Option<tempfile::TempDir>,
+    /// The driver's arguments, kept so that it can be restarted the same way.
+    args: Vec<String>,
+    /// Extra environment of the driver (set before [`NodeEnv::start_driver`]).
+    pub envs: Vec<(String, std::ffi::OsString)>,
 }
 
 impl NodeEnv {
@@ -144,6 +153,13 @@ impl NodeEnv {
     /// `kubelet_behind_symlink`: the kubelet dir is a symlink to a directory beside it, as
     /// when /var/lib/kubelet is linked to a data disk (the mount table shows resolved paths).
     pub fn start_with(kubelet_behind_symlink: bool) -> NodeEnv {
+        let mut env = Self::stopped(kubelet_behind_symlink);
+        env.start_driver();
+        env
+    }
+
+    /// The environment with no driver running yet: set `envs`, then [`NodeEnv::start_driver`].
+    pub fn stopped(kubelet_behind_symlink: bool) -> NodeEnv {
         require_root();
         let root = tempfile::Builder::new()
             .prefix("cinder-node-test-")
@@ -172,14 +188,47 @@ impl NodeEnv {
             "--kubelet-dir",
             kubelet.to_str().unwrap(),
         ];
-        let driver = Driver::start(&args);
+        let args = args.iter().map(|a| a.to_string()).collect();
         NodeEnv {
-            driver: Some(driver),
+            driver: None,
             loops: Vec::new(),
             kubelet,
             by_id,
             root: Some(root),
+            args,
+            envs: Vec::new(),
         }
+    }
+
+    /// Start the driver (again, after [`NodeEnv::kill9`]) with the same arguments.
+    pub fn start_driver(&mut self) {
+        assert!(self.driver.is_none(), "the driver is already running");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let socket = dir.path().join("csi.sock");
+        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        let envs: Vec<(&str, &std::ffi::OsStr)> = self
+            .envs
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_os_str()))
+            .collect();
+        self.driver = Some(Driver::start_with_env(dir, socket, &args, &envs));
+    }
+
+    /// kill -9 of the driver and of every process it started (a tool it was running), the
+    /// way a container runtime kills a container's whole process tree. The tree is stopped
+    /// first (SIGSTOP), so nothing forks behind the scan.
+    pub fn kill9(&mut self) {
+        let mut driver = self.driver.take().expect("the driver is not running");
+        let mut child = driver.child.take().expect("running");
+        let tree = stop_tree(child.id() as i32);
+        for pid in &tree {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(*pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        child.wait().expect("wait for the driver");
+        // Reap nothing else: the tools are the driver's children, reaped by init.
     }
 
     pub fn root(&self) -> &Path {
@@ -228,6 +277,39 @@ impl Drop for NodeEnv {
         self.loops.clear();
         drop(self.root.take());
     }
+}
+
+/// SIGSTOP `pid` and, breadth first, every descendant; returns them all (pid first).
+pub fn stop_tree(pid: i32) -> Vec<i32> {
+    use nix::sys::signal::{kill, Signal};
+    let mut tree = vec![pid];
+    let mut i = 0;
+    while i < tree.len() {
+        let _ = kill(nix::unistd::Pid::from_raw(tree[i]), Signal::SIGSTOP);
+        for c in children(tree[i]) {
+            if !tree.contains(&c) {
+                tree.push(c);
+            }
+        }
+        i += 1;
+    }
+    tree
+}
+
+/// Processes whose parent is `pid` (from /proc/*/stat).
+pub fn children(pid: i32) -> Vec<i32> {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|p| {
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+            // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
+            let after = stat.rsplit_once(')').map(|(_, a)| a).unwrap_or("");
+            after.split_whitespace().nth(1).and_then(|x| x.parse().ok()) == Some(pid)
+        })
+        .collect()
 }
 
 // The Node RPC requests for volume `id` at this environment's staging and target paths.

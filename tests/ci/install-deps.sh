@@ -56,6 +56,23 @@ for tool in fmt clippy; do
     fi
 done
 
+# The nightly toolchain and cargo-fuzz (48-fuzz): libFuzzer's coverage instrumentation needs
+# nightly flags. Both are kept by rustup and cargo (~/.rustup, ~/.cargo/bin), so a second run
+# does nothing; cargo-fuzz is pinned, as the stage's flags are its.
+if ! rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+    echo "install-deps: installing the nightly toolchain (minimal profile) for cargo fuzz"
+    if ! rustup toolchain install nightly --profile minimal >/dev/null; then
+        echo "install-deps: \`rustup toolchain install nightly\` failed; 48-fuzz needs a nightly" \
+            "toolchain (set CINDER_CSI_SKIP_FUZZ=1 to skip that stage)" >&2
+        exit 1
+    fi
+fi
+cargo_fuzz=0.13.2
+if [[ $(cargo fuzz --version 2>/dev/null) != "cargo-fuzz $cargo_fuzz" ]]; then
+    echo "install-deps: installing cargo-fuzz $cargo_fuzz"
+    cargo install --quiet --locked --version "$cargo_fuzz" cargo-fuzz
+fi
+
 # The toolchain must be at least the workspace's rust-version (the newest any locked crate needs).
 want=$(sed -n 's/^rust-version *= *"\([0-9.]*\)".*/\1/p' Cargo.toml | head -1)
 have=$(rustc --version | awk '{print $2}')

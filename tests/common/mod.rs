@@ -31,8 +31,20 @@ impl Driver {
     }
 
     pub fn start_at(dir: tempfile::TempDir, socket: PathBuf, args: &[&str]) -> Driver {
+        Self::start_with_env(dir, socket, args, &[])
+    }
+
+    /// As [`Driver::start_at`], with extra environment variables (e.g. a PATH that puts
+    /// test shims of the filesystem tools first).
+    pub fn start_with_env(
+        dir: tempfile::TempDir,
+        socket: PathBuf,
+        args: &[&str],
+        envs: &[(&str, &std::ffi::OsStr)],
+    ) -> Driver {
         let child = Command::new(env!("CARGO_BIN_EXE_cinder-csi"))
             .args(args)
+            .envs(envs.iter().copied())
             .arg("--endpoint")
             .arg(format!("unix://{}", socket.display()))
             .env("CINDER_CSI_LOG_LEVEL", "cinder_csi=debug,info")

@@ -91,6 +91,11 @@ impl Rig {
         }
     }
 
+    /// The driver's pid, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
     /// kill -9: no shutdown code runs.
     pub fn kill9(&mut self) {
         let mut child = self.child.take().expect("running");

@@ -4,6 +4,7 @@
 
 mod block;
 mod info;
+mod mkfs_marker;
 pub mod params;
 mod publish;
 mod stage;

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::block;
 use super::params::{self, Access, StageContext};
+use super::{block, mkfs_marker};
 use super::{NodeOptions, StageRequest};
 use crate::driver::{Error, Result};
 use crate::host::{Content, FileKind, FsKind, Host, HostError, MountSpec, PathInfo, PathState};
@@ -94,6 +94,8 @@ fn stage_mount(
             // if the grow fails: pods may use it. The error is one kubelet treats as
             // uncertain, so it keeps the volume staged in its books and still unstages it
             // (a final code after a kubelet restart would make it forget the mount).
+            // A kill between the mount and the marker's removal left it behind.
+            host.mounter.remove(&mkfs_marker::path(staging))?;
             if p.context.resize_required && !p.read_only {
                 grow_mounted(host, device, staging).map_err(|e| {
                     Error::Unavailable(format!(
@@ -114,7 +116,13 @@ fn stage_mount(
         PathState::Present(_) => block::refuse_if_staged(host, p, dev)?,
     }
 
-    let fs = match host.filesystems.probe(device)? {
+    let mut content = host.filesystems.probe(device)?;
+    let mut format = p.context.format.clone();
+    if mkfs_marker::present(host, staging)? {
+        content = mkfs_marker::after_interrupted_format(host, p, requested, device, content)?;
+        format.overwrite_interrupted = true;
+    }
+    let fs = match content {
         Content::Blank => {
             if p.read_only {
                 return Err(Error::precondition(format!(
@@ -132,8 +140,9 @@ fn stage_mount(
                 )));
             }
             tracing::info!(device = %device.display(), fs = %requested, "formatting blank device");
-            host.filesystems
-                .format(device, requested, &p.context.format)?;
+            // Kept until the volume is mounted: a kill -9 in between is told apart from data.
+            host.mounter.create_file(&mkfs_marker::path(staging))?;
+            host.filesystems.format(device, requested, &format)?;
             requested
         }
         Content::Filesystem { kind, size_bytes } => {
@@ -182,6 +191,7 @@ fn stage_mount(
         read_only: p.read_only,
     };
     host.mounter.mount(device, staging, &spec)?;
+    host.mounter.remove(&mkfs_marker::path(staging))?;
     // A filesystem another mount still holds broken (a bind left from before a crash)
     // comes back broken: say so instead of reporting a staged volume that does not answer.
     if let PathState::Broken { errno } = host.mounter.inspect(staging)? {
@@ -293,11 +303,18 @@ pub fn unstage(host: &Host, staging: &Path, kubelet: &KubeletDir) -> Result<()> 
             PathState::Present(info) if info.mount_root => {
                 let device = host.mounter.mounted_device(staging)?;
                 host.mounter.unmount(staging, false)?;
+                // It was staged: no interrupted format of ours is pending any more.
+                host.mounter.remove(&mkfs_marker::path(staging))?;
                 if let Some(device) = device {
                     // umount synced the filesystem; now push the device's own buffers out and
                     // drop its cache before the controller detaches it.
                     match host.devices.flush(&device) {
                         Ok(()) | Err(HostError::NotFound { .. }) => {}
+                        // The disk went away under the mount (detached, its loop device
+                        // cleared): nothing is left to flush it to, and the unmount is done.
+                        Err(e) if gone(host, &device) => {
+                            tracing::warn!(device = %device.display(), error = %e, "the unstaged volume's device is gone; not flushed");
+                        }
                         Err(e) => return Err(e.into()),
                     }
                 }
@@ -315,6 +332,12 @@ pub fn unstage(host: &Host, staging: &Path, kubelet: &KubeletDir) -> Result<()> 
         "more than {MAX_STACKED_MOUNTS} mounts are stacked at {}; clean them up by hand",
         staging.display()
     )))
+}
+
+/// A device node that no longer leads to a disk: missing, or of size 0 (a detached loop
+/// device, a removed disk whose node is still there).
+fn gone(host: &Host, device: &Path) -> bool {
+    !matches!(host.devices.size(device), Ok(n) if n > 0)
 }
 
 /// The kubelet dir as given and as the mount table shows it (symlinks resolved).

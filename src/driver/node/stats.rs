@@ -127,7 +127,9 @@ pub fn stats(host: &Host, volume_id: &str, path: &Path) -> Result<VolumeStats> {
                     info.dev,
                     path.display()
                 ))
-            } else if usage.read_only && host.mounter.read_only_after_errors(path)? {
+            } else if host.mounter.read_only_after_errors(path)? {
+                // Asked even when statvfs says read-write: ext4's emergency_ro does not show
+                // there.
                 Condition::abnormal(format!(
                     "the filesystem at {} was mounted read-write but is now read-only, \
                      usually after I/O or consistency errors; check the kernel log",

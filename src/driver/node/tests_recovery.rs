@@ -259,3 +259,88 @@ async fn one_stats_call_per_volume_and_path_at_a_time() {
     drop(hung);
     c.stats(req()).await.unwrap();
 }
+
+/// The marker a stage leaves beside the staging directory while mkfs runs, as a kill -9 of
+/// the plugin during mkfs leaves it.
+fn interrupted_format(fake: &FakeHost, id: &str) -> PathBuf {
+    let marker = super::mkfs_marker::path(Path::new(&staging(id)));
+    fake.host().mounter.create_file(&marker).unwrap();
+    marker
+}
+
+#[tokio::test]
+async fn a_format_interrupted_by_a_kill_is_formatted_again() {
+    // No signature, but not blank (ext4 writes its superblock last).
+    let fake = FakeHost::new();
+    fake.attach("v1", GIB, Content::Unrecognised);
+    let c = core(&fake);
+    let err = c.stage(stage_req("v1", rw()), soon()).await.unwrap_err();
+    assert!(err.to_string().contains("refusing"), "{err}");
+    let marker = interrupted_format(&fake, "v1");
+    c.stage(stage_req("v1", rw()), soon()).await.unwrap();
+    assert_eq!(formats(&fake), 1);
+    assert!(!fake.exists(&marker), "the marker outlived the stage");
+    assert_eq!(fake.mount_depth(Path::new(&staging("v1"))), 1);
+}
+
+#[tokio::test]
+async fn an_interrupted_xfs_that_does_not_mount_is_formatted_again() {
+    // mkfs.xfs wrote its superblock, then was killed: the kernel refuses the filesystem, and
+    // a read-only check finds it incomplete.
+    let fake = FakeHost::new();
+    let device = fake.attach("v1", GIB, smaller_fs(FsKind::Xfs));
+    fake.state().inconsistent.insert(device);
+    let c = core(&fake);
+    interrupted_format(&fake, "v1");
+    c.stage(
+        stage_req("v1", mount_cap(Some("xfs"), AccessMode::SingleNodeWriter)),
+        soon(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(formats(&fake), 1);
+    assert!(
+        fake.calls()
+            .iter()
+            .any(|c| c.contains("overwrite_interrupted: true")),
+        "{:?}",
+        fake.calls()
+    );
+}
+
+#[tokio::test]
+async fn after_an_interrupted_format_a_whole_filesystem_or_other_data_is_not_formatted() {
+    // mkfs had finished when the plugin died: its filesystem checks whole, and is kept.
+    let fake = FakeHost::new();
+    fake.attach("v1", GIB, smaller_fs(FsKind::Ext4));
+    fake.attach("v2", GIB, Content::PartitionTable("gpt"));
+    fake.attach("v3", GIB, smaller_fs(FsKind::Xfs));
+    let c = core(&fake);
+    for id in ["v1", "v2", "v3"] {
+        interrupted_format(&fake, id);
+    }
+    c.stage(stage_req("v1", rw()), soon()).await.unwrap();
+    // Not mkfs output: refused as ever.
+    c.stage(stage_req("v2", rw()), soon()).await.unwrap_err();
+    // Another filesystem than the one asked for is not ours either: mounted as it is.
+    c.stage(stage_req("v3", rw()), soon()).await.unwrap();
+    assert_eq!(formats(&fake), 0);
+    assert_eq!(fake.content("v3"), smaller_fs(FsKind::Xfs));
+}
+
+#[tokio::test]
+async fn the_mkfs_marker_never_outlives_a_staged_volume() {
+    let fake = FakeHost::new();
+    fake.attach("v1", GIB, smaller_fs(FsKind::Ext4));
+    let c = core(&fake);
+    c.stage(stage_req("v1", rw()), soon()).await.unwrap();
+    // Killed between the mount and the marker's removal: the restage removes it.
+    let marker = interrupted_format(&fake, "v1");
+    c.stage(stage_req("v1", rw()), soon()).await.unwrap();
+    assert!(!fake.exists(&marker));
+    // And an unstage of the mounted volume.
+    let marker = interrupted_format(&fake, "v1");
+    c.unstage(unstage_req("v1")).await.unwrap();
+    assert!(!fake.exists(&marker));
+    assert_eq!(formats(&fake), 0);
+}

@@ -138,4 +138,7 @@ impl Filesystems for LinuxHost {
     fn missing_tools(&self, fs: FsKind) -> Vec<String> {
         tools::missing(fs)
     }
+    fn is_consistent(&self, device: &Path, fs: FsKind) -> HostResult<bool> {
+        tools::is_consistent(device, fs)
+    }
 }

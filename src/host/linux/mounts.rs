@@ -325,10 +325,17 @@ pub fn sharing(path: &Path) -> HostResult<Vec<PathBuf>> {
 }
 
 pub fn read_only_after_errors(path: &Path) -> HostResult<bool> {
-    Ok(mountinfo::find(path)?.is_some_and(|e| {
-        let has = |opts: &str, o: &str| opts.split(',').any(|x| x == o);
-        has(&e.mount_options, "rw") && has(&e.super_options, "ro")
-    }))
+    Ok(mountinfo::find(path)?
+        .is_some_and(|e| stopped_after_errors(&e.mount_options, &e.super_options)))
+}
+
+/// A read-write mount whose filesystem the kernel stopped writing after errors: its
+/// superblock remounted read-only, or (recent ext4, seen on Linux 6.18: `errors=remount-ro`
+/// no longer remounts) flagged `emergency_ro`, while both lists still say `rw` and statvfs
+/// does not say read-only either.
+fn stopped_after_errors(mount_options: &str, super_options: &str) -> bool {
+    let has = |opts: &str, o: &str| opts.split(',').any(|x| x == o);
+    has(mount_options, "rw") && (has(super_options, "ro") || has(super_options, "emergency_ro"))
 }
 
 pub fn create_dir(b: &Beneath, path: &Path) -> HostResult<()> {
@@ -389,6 +396,19 @@ pub fn remove(b: &Beneath, path: &Path) -> HostResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn read_only_after_errors_in_both_forms() {
+        // Seen on Linux 6.18 after a journal write failed (tests/node_faults.rs).
+        assert!(stopped_after_errors(
+            "rw,relatime",
+            "rw,errors=remount-ro,emergency_ro"
+        ));
+        assert!(stopped_after_errors("rw,relatime", "ro,errors=remount-ro"));
+        assert!(!stopped_after_errors("rw,relatime", "rw,errors=remount-ro"));
+        // Mounted read-only on purpose.
+        assert!(!stopped_after_errors("ro,relatime", "ro"));
+    }
 
     fn spec(fs: FsKind, options: &[&str], read_only: bool) -> MountSpec {
         MountSpec {

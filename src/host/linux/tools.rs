@@ -125,6 +125,9 @@ pub fn mkfs_args(device: &Path, fs: FsKind, o: &FormatOptions) -> (String, Vec<S
             // No -f: mkfs.xfs refuses on its own if it sees a signature we missed. -K: no
             // discard of a blank device (see ext above).
             a.extend(["-q", "-K"].map(String::from));
+            if o.overwrite_interrupted {
+                a.push("-f".into());
+            }
             if let Some(b) = o.block_size {
                 a.extend(["-b".into(), format!("size={b}")]);
             }
@@ -135,6 +138,9 @@ pub fn mkfs_args(device: &Path, fs: FsKind, o: &FormatOptions) -> (String, Vec<S
         FsKind::Btrfs => {
             // No -f, for the same reason; -K: no discard.
             a.extend(["-q", "-K"].map(String::from));
+            if o.overwrite_interrupted {
+                a.push("-f".into());
+            }
             if let Some(b) = o.block_size {
                 a.extend(["-s".into(), b.to_string()]);
             }
@@ -147,6 +153,20 @@ pub fn mkfs_args(device: &Path, fs: FsKind, o: &FormatOptions) -> (String, Vec<S
 pub fn format(device: &Path, fs: FsKind, o: &FormatOptions) -> HostResult<()> {
     let (tool, args) = mkfs_args(device, fs, o);
     run_ok(&tool, &args)
+}
+
+/// A read-only check of the unmounted filesystem on `device`: exit 0 means whole and
+/// consistent (a format killed half-way is neither).
+pub fn is_consistent(device: &Path, fs: FsKind) -> HostResult<bool> {
+    let dev = device.display().to_string();
+    let (tool, args): (&str, Vec<String>) = match fs {
+        FsKind::Ext2 | FsKind::Ext3 | FsKind::Ext4 => {
+            ("e2fsck", vec!["-f".into(), "-n".into(), dev])
+        }
+        FsKind::Xfs => ("xfs_repair", vec!["-n".into(), dev]),
+        FsKind::Btrfs => ("btrfs", vec!["check".into(), "--readonly".into(), dev]),
+    };
+    Ok(run(tool, &args)?.status == Some(0))
 }
 
 /// ext*: check then grow while unmounted (needs no CAP_SYS_RESOURCE, unlike online grow).
