@@ -19,10 +19,8 @@ use crate::csi::pb::controller_server::ControllerServer;
 use crate::csi::pb::identity_server::IdentityServer;
 use crate::csi::pb::node_server::NodeServer;
 use crate::driver::controller::{Controller, ControllerOptions};
-use crate::driver::node::{NodeCore, NodeOptions, NodeReadiness};
-use crate::driver::probe::{
-    CloudHealthObserver, CloudMonitor, NodeHealth, Readiness, NODE_TOOLS_REFRESH,
-};
+use crate::driver::node::{NodeCore, NodeHealth, NodeOptions, NodeReadiness, NODE_TOOLS_REFRESH};
+use crate::driver::probe::{CloudHealthObserver, CloudMonitor, Readiness};
 use crate::host::linux::LinuxHost;
 use crate::metadata::{self, Metadata};
 use crate::metrics::Metrics;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::error::Location;
 use super::secret::Secret;
-use super::values::{EndpointType, MetadataSource, RetypeMigrationPolicy};
+use super::values::{EndpointType, MetadataSource, RetypeMigrationPolicy, DEFAULT_SEARCH_ORDER};
 
 /// `[BlockStorage] node-volume-attach-limit` when unset or out of range.
 pub const DEFAULT_NODE_VOLUME_ATTACH_LIMIT: u32 = 256;
@@ -15,9 +15,6 @@ pub const DEFAULT_NODE_VOLUME_ATTACH_LIMIT: u32 = 256;
 pub const MAX_NODE_VOLUME_ATTACH_LIMIT: u32 = 256;
 /// Largest accepted `[BlockStorage] api-concurrency`.
 pub const MAX_API_CONCURRENCY: usize = 64;
-/// `[Metadata] search-order` when unset.
-pub const DEFAULT_SEARCH_ORDER: [MetadataSource; 2] =
-    [MetadataSource::ConfigDrive, MetadataSource::MetadataService];
 /// `[Metadata] metadata-url` when unset.
 pub const DEFAULT_METADATA_URL: &str = "http://169.254.169.254/openstack/latest/meta_data.json";
 /// `[Metadata] request-timeout` when unset (upstream: no timeout at all).

@@ -60,13 +60,12 @@ use std::path::{Path, PathBuf};
 pub use client_env::{search_paths, ClientEnv, FixedEnv, ProcessEnv};
 pub use cloud_conf::{
     BlockStorageConfig, GlobalConfig, MetadataConfig, DEFAULT_METADATA_REQUEST_TIMEOUT,
-    DEFAULT_METADATA_URL, DEFAULT_NODE_VOLUME_ATTACH_LIMIT, DEFAULT_SEARCH_ORDER,
-    MAX_NODE_VOLUME_ATTACH_LIMIT,
+    DEFAULT_METADATA_URL, DEFAULT_NODE_VOLUME_ATTACH_LIMIT, MAX_NODE_VOLUME_ATTACH_LIMIT,
 };
 pub use error::{global_label, ConfigError, Location, Warning, WarningKind};
 pub use secret::Secret;
 pub use validate::AuthMethod;
-pub use values::{EndpointType, MetadataSource, RetypeMigrationPolicy};
+pub use values::{EndpointType, MetadataSource, RetypeMigrationPolicy, DEFAULT_SEARCH_ORDER};
 
 /// Everything read from the `--cloud-config` files.
 #[derive(Debug, Clone, Default, PartialEq)]

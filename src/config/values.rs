@@ -72,6 +72,10 @@ impl MetadataSource {
     }
 }
 
+/// `[Metadata] search-order` when unset.
+pub const DEFAULT_SEARCH_ORDER: [MetadataSource; 2] =
+    [MetadataSource::ConfigDrive, MetadataSource::MetadataService];
+
 impl fmt::Display for MetadataSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -82,7 +86,7 @@ impl fmt::Display for MetadataSource {
 /// (case-insensitive), each at most once. An empty value means the default.
 pub(crate) fn parse_search_order(s: &str) -> Result<Vec<MetadataSource>, String> {
     if s.trim().is_empty() {
-        return Ok(super::cloud_conf::DEFAULT_SEARCH_ORDER.to_vec());
+        return Ok(DEFAULT_SEARCH_ORDER.to_vec());
     }
     let mut order = Vec::new();
     for element in s.split(',') {

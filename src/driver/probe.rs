@@ -16,8 +16,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::cloud::{Cloud, Clouds};
-use crate::driver::node::params::DEFAULT_FS;
-use crate::driver::node::NodeCore;
 
 /// Why a check failed; `transient` failures map to Unavailable, the others to
 /// FailedPrecondition (an operator has to fix something).
@@ -170,81 +168,6 @@ impl Readiness for CloudMonitor {
                 transient: true,
             })
         }
-    }
-}
-
-/// How old the node's cached tool check may get before a Probe starts a refresh.
-pub const NODE_TOOLS_REFRESH: Duration = Duration::from_secs(30);
-
-/// Node health for Probe: the tools the node spawns for its default filesystem are installed
-/// (a `PATH` lookup). The node's identity (metadata service or config drive) is not part of
-/// it: a slow metadata service must not get the plugin restarted; `/readyz` and NodeGetInfo
-/// report it. Probe is called every few seconds by the livenessprobe sidecar, so it answers
-/// from the last lookup and refreshes a stale one in the background, off the request path:
-/// it costs what NodeGetCapabilities costs.
-pub struct NodeHealth {
-    core: Arc<NodeCore>,
-    refresh_after: Duration,
-    last: Mutex<Option<(tokio::time::Instant, Result<(), NotReady>)>>,
-    refreshing: std::sync::atomic::AtomicBool,
-}
-
-impl NodeHealth {
-    pub fn new(core: Arc<NodeCore>, refresh_after: Duration) -> Arc<Self> {
-        Arc::new(Self {
-            core,
-            refresh_after,
-            last: Mutex::new(None),
-            refreshing: std::sync::atomic::AtomicBool::new(false),
-        })
-    }
-
-    /// Look the tools up now (blocking thread) and remember the answer.
-    pub async fn refresh(&self) -> Result<(), NotReady> {
-        let host = self.core.host().clone();
-        let missing =
-            tokio::task::spawn_blocking(move || host.filesystems.missing_tools(DEFAULT_FS))
-                .await
-                .unwrap_or_default();
-        let result = if missing.is_empty() {
-            Ok(())
-        } else {
-            Err(NotReady {
-                reason: format!(
-                    "{} not installed in the plugin's image (needed to format and grow \
-                     {DEFAULT_FS})",
-                    missing.join(", ")
-                ),
-                transient: false,
-            })
-        };
-        *self.last.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some((tokio::time::Instant::now(), result.clone()));
-        result
-    }
-}
-
-#[async_trait]
-impl Readiness for Arc<NodeHealth> {
-    async fn check(&self) -> Result<(), NotReady> {
-        let cached = self.last.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let Some((at, result)) = cached else {
-            return self.refresh().await;
-        };
-        let stale = at.elapsed() >= self.refresh_after;
-        if stale
-            && !self
-                .refreshing
-                .swap(true, std::sync::atomic::Ordering::SeqCst)
-        {
-            let me = self.clone();
-            tokio::spawn(async move {
-                let _ = me.refresh().await;
-                me.refreshing
-                    .store(false, std::sync::atomic::Ordering::SeqCst);
-            });
-        }
-        result
     }
 }
 

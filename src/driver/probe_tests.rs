@@ -3,7 +3,7 @@ use std::sync::Mutex as StdMutex;
 use super::*;
 use crate::cloud::fake::{FakeCloud, Op};
 use crate::cloud::CloudError;
-use crate::driver::node::NodeOptions;
+use crate::driver::node::{NodeCore, NodeHealth, NodeOptions};
 use crate::host::fake::FakeHost;
 use crate::metadata::{InstanceMetadata, Metadata, MetadataError};
 

@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 
 use super::errors::{request_id, ApiError};
 use super::metrics::{ApiMetrics, Op};
-use super::options::{OpenStackOptions, ProxyOptions, TlsOptions};
+use super::options::{redact_userinfo, OpenStackOptions, ProxyOptions, TlsOptions};
 
 mod limit;
 pub use limit::{EndpointLimits, DEFAULT_PER_ENDPOINT};
@@ -93,16 +93,6 @@ fn proxies(p: &ProxyOptions) -> Result<Vec<reqwest::Proxy>, String> {
         }
     }
     Ok(out)
-}
-
-/// A proxy URL as it may be shown: `user:password@` becomes `<redacted>@`.
-pub(super) fn redact_userinfo(url: &str) -> String {
-    let start = url.find("://").map_or(0, |i| i + 3);
-    let end = url[start..].find('/').map_or(url.len(), |i| start + i);
-    match url[start..end].rfind('@') {
-        Some(at) => format!("{}<redacted>{}", &url[..start], &url[start + at..]),
-        None => url.to_string(),
-    }
 }
 
 struct TlsMaterial {

@@ -71,7 +71,7 @@ pub struct ProxyOptions {
 
 impl std::fmt::Debug for ProxyOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let shown = |u: &Option<String>| u.as_deref().map(super::http::redact_userinfo);
+        let shown = |u: &Option<String>| u.as_deref().map(redact_userinfo);
         f.debug_struct("ProxyOptions")
             .field("https", &shown(&self.https))
             .field("http", &shown(&self.http))
@@ -132,6 +132,16 @@ impl OpenStackOptions {
             api_concurrency: super::http::DEFAULT_PER_ENDPOINT,
             ignore_volume_microversion: false,
         }
+    }
+}
+
+/// A proxy URL as it may be shown: `user:password@` becomes `<redacted>@`.
+pub(super) fn redact_userinfo(url: &str) -> String {
+    let start = url.find("://").map_or(0, |i| i + 3);
+    let end = url[start..].find('/').map_or(url.len(), |i| start + i);
+    match url[start..end].rfind('@') {
+        Some(at) => format!("{}<redacted>{}", &url[..start], &url[start + at..]),
+        None => url.to_string(),
     }
 }
 

@@ -59,12 +59,6 @@ pub fn size_for(range: CapacityRange, min_gib: u64) -> Result<u64> {
     Ok(size)
 }
 
-/// Whether an existing volume satisfies the requested capacity range.
-pub(super) fn fits(range: CapacityRange, v: &Volume) -> bool {
-    let size = v.size_bytes();
-    size >= range.required_bytes && (range.limit_bytes == 0 || size <= range.limit_bytes)
-}
-
 fn zone_of(t: &Topology) -> Option<&str> {
     t.get(ZONE_TOPOLOGY_KEY).map(String::as_str)
 }

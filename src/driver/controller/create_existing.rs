@@ -10,8 +10,14 @@ use super::capabilities::unsupported_capability;
 use super::params::{CLUSTER_KEY, CONTENT_SOURCE_KEY};
 use super::{ContentSource, Controller, CreateVolume};
 use crate::cloud::{Cloud, PageRequest, Volume, VolumeFilter, VolumeSource, VolumeStatus};
-use crate::driver::types::{topology_value, Topology, ZONE_TOPOLOGY_KEY};
+use crate::driver::types::{topology_value, CapacityRange, Topology, ZONE_TOPOLOGY_KEY};
 use crate::driver::{Error, Result};
+
+/// Whether an existing volume satisfies the requested capacity range.
+fn fits(range: CapacityRange, v: &Volume) -> bool {
+    let size = v.size_bytes();
+    size >= range.required_bytes && (range.limit_bytes == 0 || size <= range.limit_bytes)
+}
 
 /// The metadata value recording a volume's source (see [`CONTENT_SOURCE_KEY`]).
 pub(super) fn source_tag(src: &VolumeSource) -> String {
@@ -133,7 +139,7 @@ impl Controller {
                 req.name, v.id
             ))
         };
-        if !super::create::fits(req.capacity, v) {
+        if !fits(req.capacity, v) {
             return Err(exists(format!(
                 "its size {} GiB does not fit capacity_range (required {}, limit {})",
                 v.size_gib, req.capacity.required_bytes, req.capacity.limit_bytes

@@ -6,9 +6,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::stage::{
-    inspect_cleaning, same_device, still_broken, unmount_broken, StagePlan, MAX_STACKED_MOUNTS,
+use super::checks::{
+    inspect_cleaning, same_device, still_broken, unmount_broken, MAX_STACKED_MOUNTS,
 };
+use super::plan::StagePlan;
 use crate::driver::{Error, Result};
 use crate::host::{FileKind, Host, PathInfo, PathState};
 

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::stage::StagePlan;
+use super::plan::StagePlan;
 use crate::driver::Result;
 use crate::host::{Content, FsKind, Host, PathState};
 

@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::block;
+use super::checks::{block_device, unmount_broken, MAX_STACKED_MOUNTS};
+use super::model::{NodeOptions, PublishRequest};
 use super::params::{self, Access};
-use super::stage::{block_device, unmount_broken, KubeletDir, MAX_STACKED_MOUNTS};
-use super::{NodeOptions, PublishRequest};
+use super::stage::KubeletDir;
 use crate::driver::types::AccessMode;
 use crate::driver::{Error, Result};
 use crate::host::{FileKind, Host, HostError, PathInfo, PathState};

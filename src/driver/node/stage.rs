@@ -4,9 +4,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::params::{self, Access, StageContext};
+use super::checks::{
+    block_device, inspect_cleaning, same_device, still_broken, unmount_broken, MAX_STACKED_MOUNTS,
+};
+use super::model::NodeOptions;
+use super::params::Access;
+use super::plan::StagePlan;
 use super::{block, mkfs_marker};
-use super::{NodeOptions, StageRequest};
 use crate::driver::{Error, Result};
 use crate::host::{Content, FileKind, FsKind, Host, HostError, MountSpec, PathInfo, PathState};
 
@@ -14,58 +18,13 @@ use crate::host::{Content, FileKind, FsKind, Host, HostError, MountSpec, PathInf
 /// filesystems round their size down to a block or allocation group).
 pub const GROW_THRESHOLD: u64 = 1 << 20;
 
-/// Upper bound on stacked mounts removed by one unstage/unpublish.
-pub const MAX_STACKED_MOUNTS: usize = 8;
-
-pub struct StagePlan {
-    pub volume_id: String,
-    pub staging: PathBuf,
-    pub access: Access,
-    pub read_only: bool,
-    pub context: StageContext,
-}
-
-impl StagePlan {
-    pub fn new(req: StageRequest, opts: &NodeOptions) -> Result<Self> {
-        let volume_id = params::volume_id(&req.volume_id)?;
-        let staging =
-            params::kubelet_path("staging_target_path", &req.staging_path, &opts.kubelet_dir)?;
-        let access = params::access(&req.capability)?;
-        let fs = match &access {
-            Access::Mount { fs, .. } => Some(*fs),
-            Access::Block => None,
-        };
-        let context = params::stage_context(&req.volume_context, fs)?;
-        let read_only =
-            req.capability.access_mode.is_read_only() || params::read_only_flag(&access);
-        Ok(Self {
-            volume_id,
-            staging,
-            access,
-            read_only,
-            context,
-        })
-    }
-}
-
-/// `device_deadline` bounds the wait for the disk (see [`super::DEVICE_WAIT`]).
+/// `device_deadline` bounds the wait for the disk (see [`super::model::DEVICE_WAIT`]).
 pub fn stage(host: &Host, p: &StagePlan, device_deadline: Instant) -> Result<()> {
     let device = host.devices.find(&p.volume_id, device_deadline)?;
     let dev = block_device(host, &device)?;
     match &p.access {
         Access::Block => block::stage(host, p, &device, &dev),
         Access::Mount { fs, flags } => stage_mount(host, p, *fs, flags, &device, &dev),
-    }
-}
-
-/// The device must be a block device node.
-pub fn block_device(host: &Host, device: &Path) -> Result<PathInfo> {
-    match host.mounter.inspect(device)? {
-        PathState::Present(info) if info.kind == FileKind::Block => Ok(info),
-        _ => Err(Error::precondition(format!(
-            "{} is not a block device",
-            device.display()
-        ))),
     }
 }
 
@@ -220,29 +179,6 @@ fn undo_mount(host: &Host, staging: &Path) {
     }
 }
 
-/// `inspect`, but a broken mount (EIO/ENOTCONN/ESTALE) at `path` is cleaned up first and the
-/// path looked at again. Stage must do this itself: it answered the broken mount with a
-/// final error before, and kubelet does not unstage a volume whose stage failed.
-pub fn inspect_cleaning(host: &Host, path: &Path) -> Result<PathState> {
-    match host.mounter.inspect(path)? {
-        PathState::Broken { errno } => {
-            unmount_broken(host, path, errno)?;
-            Ok(host.mounter.inspect(path)?)
-        }
-        other => Ok(other),
-    }
-}
-
-/// Still broken after one mount was removed: several are stacked there.
-pub fn still_broken(path: &Path, errno: i32) -> Error {
-    Error::precondition(format!(
-        "{} is still a broken mount ({}) after unmounting one; several are stacked there: \
-         call NodeUnstageVolume to clean them up",
-        path.display(),
-        std::io::Error::from_raw_os_error(errno)
-    ))
-}
-
 fn refuse(p: &StagePlan, device: &Path, what: &str) -> Error {
     Error::precondition(format!(
         "device {} of volume {} holds {what}; refusing to format or mount it (wipe it \
@@ -250,32 +186,6 @@ fn refuse(p: &StagePlan, device: &Path, what: &str) -> Error {
         device.display(),
         p.volume_id
     ))
-}
-
-/// Whether the mount at `path` (info from statx) is the filesystem on `device`. ext4/xfs
-/// report the block device as st_dev, so one comparison answers; btrfs uses an anonymous
-/// device (major 0), so only then is the mount table asked.
-pub fn same_device(
-    host: &Host,
-    path: &Path,
-    info: &PathInfo,
-    device: &Path,
-    dev: &PathInfo,
-) -> Result<bool> {
-    if info.dev == dev.rdev {
-        return Ok(true);
-    }
-    if info.dev.major != 0 {
-        return Ok(false);
-    }
-    match host.mounter.mounted_device(path)? {
-        Some(src) if src == device => Ok(true),
-        Some(src) => Ok(matches!(
-            host.mounter.inspect(&src)?,
-            PathState::Present(s) if s.kind == FileKind::Block && s.rdev == dev.rdev
-        )),
-        None => Ok(false),
-    }
 }
 
 /// Grow the mounted filesystem on `device` when it is smaller than the device.
@@ -401,21 +311,6 @@ fn refuse_if_in_use(host: &Host, staging: &Path, kubelet: &KubeletDir) -> Result
         staging.display(),
         list.join(", ")
     )))
-}
-
-/// A mount whose filesystem no longer answers (EIO/ENOTCONN/ESTALE): try a normal unmount;
-/// if the kernel refuses, detach it lazily. This is the only place a lazy unmount is used:
-/// nothing can be flushed through a dead filesystem, and detaching is the only way to free
-/// the path. Its device is not flushed (it cannot be found through the dead mount).
-pub fn unmount_broken(host: &Host, path: &Path, errno: i32) -> Result<()> {
-    tracing::warn!(path = %path.display(), error = %std::io::Error::from_raw_os_error(errno), "cleaning up a broken mount");
-    match host.mounter.unmount(path, false) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            tracing::warn!(path = %path.display(), error = %e, "unmount of broken mount failed; detaching it lazily");
-            host.mounter.unmount(path, true).map_err(Into::into)
-        }
-    }
 }
 
 #[cfg(test)]

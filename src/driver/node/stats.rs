@@ -3,8 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::stage::{block_device, same_device};
-use super::{block, Condition, VolumeStats, VolumeUsage};
+use super::block;
+use super::checks::{block_device, same_device};
+use super::model::{Condition, VolumeStats, VolumeUsage};
 use crate::driver::{Error, Result};
 use crate::host::{Content, FileKind, Host, HostError, PathInfo, PathState};
 

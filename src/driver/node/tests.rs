@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::*;
 use crate::driver::types::{AccessMode, AccessType, CapacityRange, VolumeCapability};
-use crate::driver::Error;
+use crate::driver::{Error, Result};
 use crate::host::fake::FakeHost;
 use crate::host::{libc_errno, Content, FsKind, HostError};
 use crate::metadata::{InstanceMetadata, Metadata, MetadataError};

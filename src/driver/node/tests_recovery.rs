@@ -4,9 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
+use super::node_core::stats_key;
 use super::tests::*;
 use super::*;
-use crate::driver::types::{AccessMode, AccessType, CapacityRange};
+use crate::driver::types::{AccessMode, AccessType, CapacityRange, VolumeCapability};
 use crate::driver::Error;
 use crate::host::fake::FakeHost;
 use crate::host::{libc_errno, Content, FsKind};

@@ -6,7 +6,7 @@ use std::path::Path;
 use super::tests::*;
 use super::*;
 use crate::driver::types::{AccessMode, AccessType, VolumeCapability};
-use crate::driver::Error;
+use crate::driver::{Error, Result};
 use crate::host::fake::FakeHost;
 use crate::host::Content;
 

@@ -1,0 +1,85 @@
+//! What a path or device is, and cleaning up broken mounts: shared by stage, block, publish
+//! and stats.
+
+use std::path::Path;
+
+use crate::driver::{Error, Result};
+use crate::host::{FileKind, Host, PathInfo, PathState};
+
+/// Upper bound on stacked mounts removed by one unstage/unpublish.
+pub const MAX_STACKED_MOUNTS: usize = 8;
+
+/// The device must be a block device node.
+pub fn block_device(host: &Host, device: &Path) -> Result<PathInfo> {
+    match host.mounter.inspect(device)? {
+        PathState::Present(info) if info.kind == FileKind::Block => Ok(info),
+        _ => Err(Error::precondition(format!(
+            "{} is not a block device",
+            device.display()
+        ))),
+    }
+}
+
+/// `inspect`, but a broken mount (EIO/ENOTCONN/ESTALE) at `path` is cleaned up first and the
+/// path looked at again. Stage must do this itself: it answered the broken mount with a
+/// final error before, and kubelet does not unstage a volume whose stage failed.
+pub fn inspect_cleaning(host: &Host, path: &Path) -> Result<PathState> {
+    match host.mounter.inspect(path)? {
+        PathState::Broken { errno } => {
+            unmount_broken(host, path, errno)?;
+            Ok(host.mounter.inspect(path)?)
+        }
+        other => Ok(other),
+    }
+}
+
+/// Still broken after one mount was removed: several are stacked there.
+pub fn still_broken(path: &Path, errno: i32) -> Error {
+    Error::precondition(format!(
+        "{} is still a broken mount ({}) after unmounting one; several are stacked there: \
+         call NodeUnstageVolume to clean them up",
+        path.display(),
+        std::io::Error::from_raw_os_error(errno)
+    ))
+}
+
+/// Whether the mount at `path` (info from statx) is the filesystem on `device`. ext4/xfs
+/// report the block device as st_dev, so one comparison answers; btrfs uses an anonymous
+/// device (major 0), so only then is the mount table asked.
+pub fn same_device(
+    host: &Host,
+    path: &Path,
+    info: &PathInfo,
+    device: &Path,
+    dev: &PathInfo,
+) -> Result<bool> {
+    if info.dev == dev.rdev {
+        return Ok(true);
+    }
+    if info.dev.major != 0 {
+        return Ok(false);
+    }
+    match host.mounter.mounted_device(path)? {
+        Some(src) if src == device => Ok(true),
+        Some(src) => Ok(matches!(
+            host.mounter.inspect(&src)?,
+            PathState::Present(s) if s.kind == FileKind::Block && s.rdev == dev.rdev
+        )),
+        None => Ok(false),
+    }
+}
+
+/// A mount whose filesystem no longer answers (EIO/ENOTCONN/ESTALE): try a normal unmount;
+/// if the kernel refuses, detach it lazily. This is the only place a lazy unmount is used:
+/// nothing can be flushed through a dead filesystem, and detaching is the only way to free
+/// the path. Its device is not flushed (it cannot be found through the dead mount).
+pub fn unmount_broken(host: &Host, path: &Path, errno: i32) -> Result<()> {
+    tracing::warn!(path = %path.display(), error = %std::io::Error::from_raw_os_error(errno), "cleaning up a broken mount");
+    match host.mounter.unmount(path, false) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "unmount of broken mount failed; detaching it lazily");
+            host.mounter.unmount(path, true).map_err(Into::into)
+        }
+    }
+}
