@@ -7,7 +7,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio::sync::OnceCell;
 
-use super::{InstanceMetadata, Metadata, MetadataError, Source};
+use super::options::Source;
+use super::port::{InstanceMetadata, Metadata, MetadataError};
 
 pub struct Chain {
     sources: Vec<(Source, Arc<dyn Metadata>)>,

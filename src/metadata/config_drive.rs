@@ -12,17 +12,16 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::document::MetaData;
-use super::{InstanceMetadata, Metadata, MetadataError};
+use super::port::{InstanceMetadata, Metadata, MetadataError};
 
+mod found;
 mod iso;
 mod vfat;
 
-/// Where udev links filesystems by label.
-pub const DEFAULT_LABEL_DIR: &str = "/dev/disk/by-label";
+pub use found::META_DATA_PATH;
+
 /// The label Nova gives the drive, then the upper-case spelling FAT tools often write.
 pub const LABELS: [&str; 2] = ["config-2", "CONFIG-2"];
-/// The document's path on the drive.
-pub const META_DATA_PATH: [&str; 3] = ["openstack", "latest", "meta_data.json"];
 
 /// ISO 9660 volume descriptors start at sector 16; "CD001" follows the type byte.
 const ISO_DESCRIPTOR_OFFSET: u64 = 16 * 2048;
@@ -126,16 +125,6 @@ pub fn read_meta_data(path: &Path) -> Result<Vec<u8>, MetadataError> {
     }
 }
 
-/// What a format reader found: the label, and the file unless it is missing.
-struct Found {
-    format: &'static str,
-    label: String,
-    /// Which name spaces were searched, for the "missing file" message.
-    searched: String,
-    /// `None`: no such file. `Some(Err)`: there, but unusable (too large, unreadable).
-    contents: Option<Result<Vec<u8>, String>>,
-}
-
 enum Format {
     Iso9660,
     Fat,
@@ -175,14 +164,4 @@ fn describe(path: &Path) -> String {
         Ok(real) if real != path => format!("{} ({})", path.display(), real.display()),
         _ => path.display().to_string(),
     }
-}
-
-/// The message for a document over [`MAX_DOCUMENT_BYTES`](super::document::MAX_DOCUMENT_BYTES);
-/// both format readers refuse to read one.
-fn too_large(size: u64) -> String {
-    format!(
-        "{} is {size} bytes, more than the {} a meta_data.json may have",
-        META_DATA_PATH.join("/"),
-        super::document::MAX_DOCUMENT_BYTES
-    )
 }

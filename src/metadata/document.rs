@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use super::{InstanceMetadata, MetadataError};
+use super::port::{InstanceMetadata, MetadataError};
 
 /// Nova's document is a few KiB (keys, `meta`, device tags); anything this large is not one.
 pub const MAX_DOCUMENT_BYTES: u64 = 1024 * 1024;

@@ -9,14 +9,9 @@ use async_trait::async_trait;
 use reqwest::{header, StatusCode, Url};
 
 use super::document::{MetaData, MAX_DOCUMENT_BYTES};
-use super::{InstanceMetadata, Metadata, MetadataError, Timeouts};
+use super::options::{Timeouts, DEFAULT_METADATA_URL};
+use super::port::{InstanceMetadata, Metadata, MetadataError};
 
-/// Upstream's URL (`[Metadata] metadata-url`, `--metadata-url`).
-pub const DEFAULT_METADATA_URL: &str = "http://169.254.169.254/openstack/latest/meta_data.json";
-/// The service is link-local: a connection that takes longer is not coming.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-/// One request, body included (`[Metadata] request-timeout`; upstream has none).
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Tries per lookup, the first included.
 pub const ATTEMPTS: u32 = 3;
 /// Pause before the second try; doubles before each further one.

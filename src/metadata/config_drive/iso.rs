@@ -11,7 +11,7 @@ use std::io::BufReader;
 use hadris_iso::file::EntryType;
 use hadris_iso::read::{DirEntry, IsoImage, RootDir};
 
-use super::{Found, META_DATA_PATH};
+use super::found::{too_large, Found, META_DATA_PATH};
 use crate::metadata::document::MAX_DOCUMENT_BYTES;
 
 /// Directory reads are scattered 2 KiB sectors; a larger buffer only costs.
@@ -38,7 +38,7 @@ pub(super) fn read(file: File) -> Result<Found, String> {
         match find(&image, root) {
             Ok(Some(entry)) => {
                 let contents = if entry.total_size() > MAX_DOCUMENT_BYTES {
-                    Err(super::too_large(entry.total_size()))
+                    Err(too_large(entry.total_size()))
                 } else {
                     image
                         .read_file(&entry)

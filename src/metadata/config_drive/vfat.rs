@@ -5,7 +5,7 @@
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 
-use super::{Found, META_DATA_PATH};
+use super::found::{too_large, Found, META_DATA_PATH};
 use crate::metadata::document::MAX_DOCUMENT_BYTES;
 
 /// A damaged FAT can chain a directory into a cycle; stop listing long before that matters.
@@ -46,7 +46,7 @@ pub(super) fn read(file: File) -> Result<Found, String> {
         return Ok(found(None));
     };
     if entry.len() > MAX_DOCUMENT_BYTES {
-        return Ok(found(Some(Err(super::too_large(entry.len())))));
+        return Ok(found(Some(Err(too_large(entry.len())))));
     }
     let mut bytes = Vec::with_capacity(entry.len() as usize);
     // `take` also bounds a cluster chain that loops.
