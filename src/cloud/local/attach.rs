@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
+use super::backend::{bad_request, conflict, io_error, valid_node_id, Inner};
 use super::loopdev::{self, LoopDevice};
 use super::records::{AttachmentRecord, VolumeRecord, ZONE};
 use super::store::{self, Kind, TMP_SUFFIX};
-use super::{bad_request, conflict, io_error, valid_node_id, Inner};
 use crate::cloud::{CloudError, CloudResult, Resource, Server, ServerAttachment, VolumeStatus};
 
 pub(super) fn server(id: &str) -> Server {

@@ -3,11 +3,11 @@
 
 use std::path::PathBuf;
 
+use super::backend::{bad_request, conflict, Inner};
 use super::data::{self, Source};
 use super::paging::paginate;
 use super::records::{self, CopyRecord, RECORD_VERSION, ZONE};
 use super::store::Kind;
-use super::{bad_request, conflict, Inner};
 use crate::cloud::{
     Backup, BackupFilter, BackupStatus, CloudError, CloudResult, NewBackup, Page, PageRequest,
     Resource, VolumeStatus,

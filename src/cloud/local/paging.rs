@@ -12,7 +12,7 @@ pub fn paginate<T>(mut items: Vec<(u64, String, T)>, page: &PageRequest) -> Clou
         Some(m) => match items.iter().position(|(_, id, _)| id == m) {
             Some(i) => i + 1,
             None => {
-                return Err(super::bad_request(format!(
+                return Err(super::backend::bad_request(format!(
                     "marker {m} not found (it must be the id of an item of the previous page)"
                 )))
             }

@@ -4,7 +4,8 @@
 use async_trait::async_trait;
 use tokio::time::Instant;
 
-use super::{attach, records, waits, LocalCloud};
+use super::backend::LocalCloud;
+use super::{attach, records, waits};
 use crate::cloud::{
     Backup, BackupFilter, BackupWait, BlockStorage, Capacity, CloudError, CloudResult, Compute,
     MigrationPolicy, NewBackup, NewSnapshot, NewVolume, Page, PageRequest, Server,
@@ -19,7 +20,9 @@ impl BlockStorage for LocalCloud {
             let root = inner.layout.root();
             std::fs::metadata(root.join("volumes"))
                 .map(|_| ())
-                .map_err(|e| super::io_error(format_args!("state directory {}", root.display()), e))
+                .map_err(|e| {
+                    super::backend::io_error(format_args!("state directory {}", root.display()), e)
+                })
         })
         .await
     }

@@ -2,11 +2,11 @@
 
 use std::path::PathBuf;
 
+use super::backend::{conflict, Inner};
 use super::data::{self, Source};
 use super::paging::paginate;
 use super::records::{self, CopyRecord, RECORD_VERSION};
 use super::store::Kind;
-use super::{conflict, Inner};
 use crate::cloud::{
     CloudError, CloudResult, NewSnapshot, Page, PageRequest, Resource, Snapshot, SnapshotFilter,
     SnapshotStatus, VolumeStatus,

@@ -4,12 +4,12 @@
 use std::fs::OpenOptions;
 use std::path::PathBuf;
 
+use super::backend::{bad_request, conflict, io_error, Inner};
 use super::data::{self, Source};
 use super::loopdev::LoopDevice;
 use super::paging::paginate;
 use super::records::{self, VolumeRecord, RECORD_VERSION, ZONE};
 use super::store::Kind;
-use super::{bad_request, conflict, io_error, Inner};
 use crate::cloud::{
     CloudError, CloudResult, MigrationPolicy, NewVolume, Page, PageRequest, Resource, Volume,
     VolumeFilter, VolumeSource, VolumeStatus, GIB,

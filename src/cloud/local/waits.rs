@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::Inner;
+use super::backend::Inner;
 use crate::cloud::{
     Backup, BackupStatus, BackupWait, CloudError, CloudResult, Resource, Snapshot, SnapshotStatus,
     SnapshotWait, Volume, VolumeStatus, VolumeWait,

@@ -1,0 +1,287 @@
+//! The local backend's state: records in memory behind one lock, the ops mutex that serialises
+//! mutations, and the open/reconcile at startup. The operations are in the files named for
+//! them (volumes, attach, snapshots, backups), each an `impl Inner` block.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use nix::fcntl::{Flock, FlockArg};
+
+use super::reconcile_report::ReconcileReport;
+use super::records::{CopyRecord, VolumeRecord, ZONE};
+use super::store::{Kind, Layout};
+use crate::cloud::{Capacity, CloudError, CloudResult, GIB};
+
+/// How to open the backend.
+#[derive(Debug, Clone)]
+pub struct LocalOptions {
+    /// State directory (created if missing).
+    pub dir: PathBuf,
+    /// Instance ids `get_server` knows besides the nodes registered under `DIR/nodes`.
+    pub nodes: Vec<String>,
+}
+
+/// The adapter; cheap to clone.
+#[derive(Clone)]
+pub struct LocalCloud {
+    pub(super) inner: Arc<Inner>,
+}
+
+#[derive(Default)]
+pub(super) struct State {
+    pub(super) volumes: BTreeMap<String, VolumeRecord>,
+    pub(super) snapshots: BTreeMap<String, CopyRecord>,
+    pub(super) backups: BTreeMap<String, CopyRecord>,
+}
+
+pub(super) struct Inner {
+    pub(super) layout: Layout,
+    pub(super) nodes: BTreeSet<String>,
+    pub(super) state: RwLock<State>,
+    pub(super) ops: Mutex<()>,
+    /// Held for the adapter's lifetime: two processes must not own one DIR.
+    pub(super) _lock: Flock<File>,
+}
+
+pub(crate) fn io_error(context: impl std::fmt::Display, e: impl std::fmt::Display) -> CloudError {
+    CloudError::Internal(format!("{context}: {e}"))
+}
+
+pub(super) fn conflict(message: impl Into<String>) -> CloudError {
+    CloudError::Conflict {
+        message: message.into(),
+        request_id: Default::default(),
+    }
+}
+
+pub(super) fn bad_request(message: impl Into<String>) -> CloudError {
+    CloudError::BadRequest {
+        message: message.into(),
+        request_id: Default::default(),
+    }
+}
+
+/// A node id usable as a file name under `DIR/nodes`.
+pub(super) fn valid_node_id(id: &str) -> bool {
+    !id.is_empty() && id != "." && id != ".." && !id.contains('/') && !id.contains('\0')
+}
+
+/// Make `node_id` known to every adapter over `dir` (node-mode processes call this at
+/// startup, so a separate controller process on the same DIR can publish to them).
+pub fn register_node(dir: &Path, node_id: &str) -> CloudResult<()> {
+    if !valid_node_id(node_id) {
+        return Err(bad_request(format!(
+            "node id {node_id:?} cannot be registered"
+        )));
+    }
+    let layout = Layout::new(dir.to_path_buf());
+    layout
+        .create_dirs()
+        .map_err(|e| io_error(format_args!("create {}", dir.display()), e))?;
+    let path = layout.nodes_dir().join(node_id);
+    super::store::write_atomic(&path, format!("{node_id}\n").as_bytes())
+        .map_err(|e| io_error(format_args!("register node in {}", path.display()), e))
+}
+
+fn load<T: serde::de::DeserializeOwned>(layout: &Layout, kind: Kind) -> CloudResult<Vec<T>> {
+    let dir = layout.dir(kind);
+    super::store::load_records(&dir)
+        .map_err(|e| io_error(format_args!("load {}", dir.display()), e))
+}
+
+impl LocalCloud {
+    /// Open (creating if needed) the state directory, take its lock, load the records and
+    /// reconcile loop devices and links. Blocking: call from `spawn_blocking` or [`open`].
+    ///
+    /// [`open`]: Self::open
+    pub fn open_blocking(opts: LocalOptions) -> CloudResult<Self> {
+        std::fs::create_dir_all(&opts.dir)
+            .map_err(|e| io_error(format_args!("create {}", opts.dir.display()), e))?;
+        let root = opts
+            .dir
+            .canonicalize()
+            .map_err(|e| io_error(format_args!("resolve {}", opts.dir.display()), e))?;
+        let layout = Layout::new(root);
+        layout
+            .create_dirs()
+            .map_err(|e| io_error(format_args!("create {}", layout.root().display()), e))?;
+        let lock_path = layout.lock_file();
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&lock_path)
+            .map_err(|e| io_error(format_args!("open {}", lock_path.display()), e))?;
+        let lock = Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, e)| {
+            CloudError::Unavailable {
+                message: format!(
+                    "{} is in use by another cinder-csi process (lock {}): {e}",
+                    layout.root().display(),
+                    lock_path.display()
+                ),
+                request_id: Default::default(),
+            }
+        })?;
+        let volumes: Vec<VolumeRecord> = load(&layout, Kind::Volume)?;
+        let snapshots: Vec<CopyRecord> = load(&layout, Kind::Snapshot)?;
+        let backups: Vec<CopyRecord> = load(&layout, Kind::Backup)?;
+        let state = State {
+            volumes: volumes.into_iter().map(|r| (r.id.clone(), r)).collect(),
+            snapshots: snapshots.into_iter().map(|r| (r.id.clone(), r)).collect(),
+            backups: backups.into_iter().map(|r| (r.id.clone(), r)).collect(),
+        };
+        let inner = Arc::new(Inner {
+            layout,
+            nodes: opts
+                .nodes
+                .into_iter()
+                .filter(|n| valid_node_id(n))
+                .collect(),
+            state: RwLock::new(state),
+            ops: Mutex::new(()),
+            _lock: lock,
+        });
+        let report = inner.reconcile()?;
+        tracing::info!(dir = %inner.layout.root().display(), reconcile = %report, "local backend ready");
+        Ok(Self { inner })
+    }
+
+    pub async fn open(opts: LocalOptions) -> CloudResult<Self> {
+        tokio::task::spawn_blocking(move || Self::open_blocking(opts))
+            .await
+            .map_err(|e| io_error("open the local backend", e))?
+    }
+
+    /// The canonical state directory.
+    pub fn dir(&self) -> &Path {
+        self.inner.layout.root()
+    }
+
+    /// Where attached volumes' links are (the node side's `--by-id-dir`).
+    pub fn by_id_dir(&self) -> PathBuf {
+        self.inner.layout.by_id_dir()
+    }
+
+    /// Run the startup reconcile again (tests; an operator tool).
+    pub async fn reconcile(&self) -> CloudResult<ReconcileReport> {
+        self.blocking(|inner| inner.reconcile()).await
+    }
+
+    pub(super) async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Inner) -> CloudResult<T> + Send + 'static,
+    ) -> CloudResult<T> {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || f(&inner))
+            .await
+            .map_err(|e| io_error("local backend task", e))?
+    }
+}
+
+impl Inner {
+    pub(super) fn read(&self) -> RwLockReadGuard<'_, State> {
+        self.state.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(super) fn write(&self) -> RwLockWriteGuard<'_, State> {
+        self.state.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Serialises mutations; held across their record writes.
+    pub(super) fn lock_ops(&self) -> MutexGuard<'_, ()> {
+        self.ops.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Persist a volume record, then publish it in memory. Call with `ops` held.
+    pub(super) fn put_volume(&self, rec: VolumeRecord) -> CloudResult<()> {
+        let path = self.layout.record(Kind::Volume, &rec.id);
+        super::store::write_record(&path, &rec)
+            .map_err(|e| io_error(format_args!("write {}", path.display()), e))?;
+        self.write().volumes.insert(rec.id.clone(), rec);
+        Ok(())
+    }
+
+    pub(super) fn put_copy(&self, kind: Kind, rec: CopyRecord) -> CloudResult<()> {
+        let path = self.layout.record(kind, &rec.id);
+        super::store::write_record(&path, &rec)
+            .map_err(|e| io_error(format_args!("write {}", path.display()), e))?;
+        let mut st = self.write();
+        match kind {
+            Kind::Snapshot => st.snapshots.insert(rec.id.clone(), rec),
+            Kind::Backup => st.backups.insert(rec.id.clone(), rec),
+            Kind::Volume => unreachable!("volumes use put_volume"),
+        };
+        Ok(())
+    }
+
+    /// Remove an object's data file, then its record (so a crash in between leaves a record
+    /// in `deleting`, which the reconcile finishes). Call with `ops` held.
+    pub(super) fn drop_object(&self, kind: Kind, id: &str) -> CloudResult<()> {
+        for path in [self.layout.data(kind, id), self.layout.record(kind, id)] {
+            super::store::remove_durable(&path)
+                .map_err(|e| io_error(format_args!("remove {}", path.display()), e))?;
+        }
+        let mut st = self.write();
+        match kind {
+            Kind::Volume => st.volumes.remove(id).map(|_| ()),
+            Kind::Snapshot => st.snapshots.remove(id).map(|_| ()),
+            Kind::Backup => st.backups.remove(id).map(|_| ()),
+        };
+        Ok(())
+    }
+
+    pub(super) fn capacity(
+        &self,
+        az: Option<&str>,
+        volume_type: Option<&str>,
+    ) -> CloudResult<Capacity> {
+        if let Some(t) = volume_type {
+            if super::records::find_volume_type(t).is_none() {
+                return Err(CloudError::not_found(crate::cloud::Resource::VolumeType, t));
+            }
+        }
+        if az.is_some_and(|z| z != ZONE) {
+            return Ok(Capacity {
+                available_bytes: Some(0),
+                maximum_volume_bytes: None,
+            });
+        }
+        let (free, total) = self.space()?;
+        Ok(Capacity {
+            available_bytes: Some(free),
+            maximum_volume_bytes: Some(total),
+        })
+    }
+
+    /// Free and total bytes of DIR's filesystem.
+    pub(super) fn space(&self) -> CloudResult<(u64, u64)> {
+        let st = nix::sys::statvfs::statvfs(self.layout.root())
+            .map_err(|e| io_error(format_args!("statvfs {}", self.layout.root().display()), e))?;
+        let frag = st.fragment_size() as u64;
+        Ok((
+            st.blocks_available() as u64 * frag,
+            st.blocks() as u64 * frag,
+        ))
+    }
+
+    /// Volumes are thin (sparse), but one larger than the whole filesystem holding DIR could
+    /// never be filled: refuse it as over the limit, before anything is written.
+    pub(super) fn check_fits(&self, size_gib: u64) -> CloudResult<()> {
+        let (_, total) = self.space()?;
+        let want = size_gib.saturating_mul(GIB);
+        if want > total {
+            return Err(CloudError::OverLimit {
+                message: format!(
+                    "{size_gib} GiB is larger than the filesystem holding {} ({} GiB)",
+                    self.layout.root().display(),
+                    total / GIB
+                ),
+                request_id: Default::default(),
+            });
+        }
+        Ok(())
+    }
+}
