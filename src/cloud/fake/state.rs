@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use super::Op;
+use super::ops::{Op, DEFAULT_SETTLE_AFTER};
 use crate::cloud::{
     Attachment, Backup, BackupStatus, Capacity, CloudError, CloudResult, Page, PageRequest,
     RequestId, Server, Snapshot, SnapshotStatus, Volume, VolumeStatus, VolumeType, GIB,
@@ -93,7 +93,7 @@ pub(super) struct State {
 impl Default for State {
     fn default() -> Self {
         Self {
-            settle_after: super::DEFAULT_SETTLE_AFTER,
+            settle_after: DEFAULT_SETTLE_AFTER,
             seq: 0,
             volumes: BTreeMap::new(),
             snapshots: BTreeMap::new(),
@@ -371,7 +371,7 @@ impl State {
     // ---- listing order --------------------------------------------------------------------
 
     pub fn sorted_volumes(&self) -> Vec<&Volume> {
-        let mut v: Vec<&super::state::FakeVolume> = self.volumes.values().collect();
+        let mut v: Vec<&FakeVolume> = self.volumes.values().collect();
         v.sort_by_key(|v| v.seq);
         v.into_iter().map(|v| &v.volume).collect()
     }

@@ -42,9 +42,6 @@ pub const POLL_FACTOR: f64 = 1.5;
 pub const POLL_MAX: Duration = Duration::from_secs(2);
 /// Parallel GETs in a round that cannot batch.
 pub const GET_CONCURRENCY: usize = 8;
-/// A volume back in `available` without the attachment this long after the attach was
-/// requested: Nova rolled the attach back.
-pub const ATTACH_ROLLBACK_GRACE: Duration = Duration::from_secs(2);
 /// Remembered change times (for seeding new waits) are kept this many at most.
 const SEEN_CAP: usize = 4096;
 

@@ -2,8 +2,11 @@
 
 use std::time::Duration;
 
-use super::ATTACH_ROLLBACK_GRACE;
 use crate::cloud::{CloudError, Resource, Volume, VolumeStatus, VolumeWait};
+
+/// A volume back in `available` without the attachment this long after the attach was
+/// requested: Nova rolled the attach back.
+pub const ATTACH_ROLLBACK_GRACE: Duration = Duration::from_secs(2);
 
 #[derive(Debug, PartialEq)]
 pub enum Verdict {

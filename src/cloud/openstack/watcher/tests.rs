@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use super::condition::ATTACH_ROLLBACK_GRACE;
 use super::*;
 use crate::cloud::openstack::testserver::{step, Fake, Step};
 use crate::cloud::openstack::{ApiMetrics, OpenStack};
