@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 use tonic::Code;
 
 use super::client::Client;
-use super::commands::{call_rpc, rpc_err, CtlError};
+use super::rpc::{call_rpc, rpc_err, CtlError};
 use crate::csi::pb;
 
 /// Plugin capabilities, then controller and node ones when those services answer.

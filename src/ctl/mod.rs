@@ -8,12 +8,13 @@ pub mod client;
 mod commands;
 pub mod render;
 mod requests;
+mod rpc;
 
 use std::time::Duration;
 
 pub use args::{CtlArgs, Output};
 pub use client::Client;
-pub use commands::CtlError;
+pub use rpc::CtlError;
 
 /// Exit statuses: 0 success, 1 the RPC failed, 2 could not connect or bad local input.
 pub async fn run(args: CtlArgs) -> u8 {
