@@ -137,6 +137,18 @@ fn src_sources() -> BTreeMap<String, String> {
         .collect()
 }
 
+#[test]
+fn no_two_files_import_each_other() {
+    let tree = modules::Tree::parse(&src_sources(), "cinder_csi").unwrap();
+    let pairs = cycles::pairs(&uses::file_uses(&tree));
+    assert!(
+        pairs.is_empty(),
+        "{} pairs of files under src/ import each other:\n{}",
+        pairs.len(),
+        pairs.join("\n")
+    );
+}
+
 /// A small crate with known pairs and known non-pairs, so the check above can fail.
 #[test]
 fn import_pairs_of_a_known_tree() {
