@@ -2,8 +2,22 @@
 //! - No gRPC/protobuf types below `csi/` (driver, cloud, host, metadata, config).
 //! - The driver core uses no HTTP client or syscall crates (those live in adapters).
 //! - Adapters never see proto types.
+//! - No two files under src/ import each other (A uses an item B defines and B one of A's).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+// The import check: module tree, name resolution, uses per file, pairs.
+#[path = "layering/cycles.rs"]
+mod cycles;
+#[path = "layering/items.rs"]
+mod items;
+#[path = "layering/modules.rs"]
+mod modules;
+#[path = "layering/resolve.rs"]
+mod resolve;
+#[path = "layering/uses.rs"]
+mod uses;
 
 fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -96,8 +110,95 @@ fn the_check_itself_sees_the_tree() {
     // Guards against the scan silently finding no files (a test that cannot fail).
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     assert!(rust_files(&root.join("driver")).len() >= 3);
+    // Every file is reached from a crate root, so the import check resolves them all.
+    let sources = src_sources();
+    let tree = modules::Tree::parse(&sources, "cinder_csi").unwrap();
+    assert!(tree.unreached.is_empty(), "unreached: {:?}", tree.unreached);
+    assert_eq!(tree.files.len(), sources.len());
     assert!(
         !violations("csi", &["tonic::"]).is_empty(),
         "csi/ uses tonic, so the scan must see it"
+    );
+}
+
+/// Every .rs file under src/, by its path there (`driver/node/mod.rs`), with its text.
+fn src_sources() -> BTreeMap<String, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let rel = |p: &Path| {
+        let parts = p.strip_prefix(&root).unwrap().iter();
+        parts
+            .map(|c| c.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/")
+    };
+    rust_files(&root)
+        .into_iter()
+        .map(|p| (rel(&p), std::fs::read_to_string(&p).unwrap()))
+        .collect()
+}
+
+#[test]
+fn no_two_files_import_each_other() {
+    let tree = modules::Tree::parse(&src_sources(), "cinder_csi").unwrap();
+    let pairs = cycles::pairs(&uses::file_uses(&tree));
+    assert!(
+        pairs.is_empty(),
+        "{} pairs of files under src/ import each other:\n{}",
+        pairs.len(),
+        pairs.join("\n")
+    );
+}
+
+/// A small crate with known pairs and known non-pairs, so the check above can fail.
+#[test]
+fn import_pairs_of_a_known_tree() {
+    let files = [
+        ("lib.rs", "mod app; mod plain; mod reexp; mod net; mod glob; mod x; mod y; mod odd;\n#[path = \"elsewhere/place.rs\"] mod place;"),
+        // Child uses the parent's type via super::, the parent uses the child's: a pair.
+        ("app/mod.rs", "mod child; pub struct Config; pub fn start() -> child::Worker { child::Worker(Config) }"),
+        ("app/child.rs", "pub struct Worker(pub super::Config);"),
+        // `mod child;` alone is no use of the child: no pair.
+        ("plain/mod.rs", "mod child; pub struct Base;"),
+        ("plain/child.rs", "pub fn make() -> super::Base { super::Base }"),
+        // Re-exporting the child's item is a use of it: a pair.
+        ("reexp/mod.rs", "mod child; pub use child::Thing; pub struct Base;"),
+        ("reexp/child.rs", "pub struct Thing(pub super::Base);"),
+        // client's `super::NetError` is error.rs's (re-exported by mod.rs): no pair.
+        ("net/mod.rs", "mod client; mod error; pub use error::NetError; pub fn connect() -> client::Client { client::Client }"),
+        ("net/client.rs", "use super::NetError; pub struct Client; impl Client { pub fn fail(&self) -> NetError { NetError } }"),
+        ("net/error.rs", "pub struct NetError;"),
+        // A glob import uses what the file then mentions: a pair.
+        ("glob/mod.rs", "mod kids; pub const LIMIT: u32 = 3; pub fn unused() {} pub fn total() -> u32 { kids::count() }"),
+        ("glob/kids.rs", "use super::*; pub fn count() -> u32 { let n = 1; assert!(n <= LIMIT); n }"),
+        // An inline module's items are its file's; a macro body's paths count: a pair.
+        ("x.rs", "mod inner { pub fn f() -> u8 { 1 } } pub fn g() { assert_eq!(crate::y::G, 0); }"),
+        ("y.rs", "pub const G: u8 = 0; pub fn h() -> u8 { crate::place::p(); crate::x::inner::f() }"),
+        // odd.rs's `mod sub;` is odd/sub.rs; a variant resolves to its enum: a pair.
+        ("odd.rs", "mod sub; pub enum Kind { A, B } pub fn k() -> sub::S { sub::S }"),
+        ("odd/sub.rs", "pub struct S; pub fn is_a(k: &super::Kind) -> bool { matches!(k, super::Kind::A) }"),
+        ("elsewhere/place.rs", "pub fn p() {}"),
+        ("stray.rs", "pub fn s() {}"),
+        // The binary names the library by the crate's name.
+        ("main.rs", "fn main() { demo::x::g() }"),
+    ];
+    let sources = files
+        .iter()
+        .map(|(f, t)| (f.to_string(), t.to_string()))
+        .collect();
+    let tree = modules::Tree::parse(&sources, "demo").unwrap();
+    assert_eq!(tree.unreached, ["stray.rs"]);
+    let uses = uses::file_uses(&tree);
+    let edge = |a: &str, b: &str| uses[&(a.to_string(), b.to_string())].clone();
+    assert_eq!(edge("y.rs", "elsewhere/place.rs"), ["p".to_string()].into());
+    assert_eq!(edge("main.rs", "x.rs"), ["g".to_string()].into());
+    assert_eq!(
+        cycles::pairs(&uses),
+        [
+            "app/child.rs <-> app/mod.rs: child.rs uses Config; mod.rs uses Worker",
+            "glob/kids.rs <-> glob/mod.rs: kids.rs uses LIMIT; mod.rs uses count",
+            "odd.rs <-> odd/sub.rs: odd.rs uses S; sub.rs uses Kind",
+            "reexp/child.rs <-> reexp/mod.rs: child.rs uses Base; mod.rs uses Thing",
+            "x.rs <-> y.rs: x.rs uses G; y.rs uses f",
+        ]
     );
 }
