@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use super::cloud_conf::{
-    BlockStorageConfig, GlobalConfig, MetadataConfig, DEFAULT_METADATA_REQUEST_TIMEOUT,
-    DEFAULT_METADATA_URL, DEFAULT_NODE_VOLUME_ATTACH_LIMIT, MAX_API_CONCURRENCY,
-    MAX_NODE_VOLUME_ATTACH_LIMIT,
+    BlockStorageConfig, CloudConfig, GlobalConfig, MetadataConfig,
+    DEFAULT_METADATA_REQUEST_TIMEOUT, DEFAULT_METADATA_URL, DEFAULT_NODE_VOLUME_ATTACH_LIMIT,
+    MAX_API_CONCURRENCY, MAX_NODE_VOLUME_ATTACH_LIMIT,
 };
 use super::error::{quote, record, ConfigError, Location, Warning, WarningKind};
 use super::ini::{section_label, IniEntry, IniSection};
@@ -14,7 +14,6 @@ use super::secret::Secret;
 use super::values::{
     is_http_url, parse_bool, parse_duration, parse_int, parse_search_order, RetypeMigrationPolicy,
 };
-use super::CloudConfig;
 
 /// The key being set, for error messages.
 struct Cx<'a> {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::error::Location;
+use super::error::{Location, Warning};
 use super::secret::Secret;
 use super::values::{EndpointType, MetadataSource, RetypeMigrationPolicy, DEFAULT_SEARCH_ORDER};
 
@@ -151,4 +151,17 @@ impl Default for MetadataConfig {
             metadata_url: DEFAULT_METADATA_URL.to_string(),
         }
     }
+}
+
+/// Everything read from the `--cloud-config` files.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CloudConfig {
+    /// `[Global]` under `""`, `[Global "name"]` under `"name"`.
+    pub globals: BTreeMap<String, GlobalConfig>,
+    pub block_storage: BlockStorageConfig,
+    pub metadata: MetadataConfig,
+    /// Unknown sections/keys and adjusted values, in file order.
+    pub warnings: Vec<Warning>,
+    /// The files merged, in order.
+    pub files: Vec<PathBuf>,
 }

@@ -19,8 +19,8 @@ use serde::Deserialize;
 use super::client_env::{search_paths, ClientEnv};
 use super::cloud_conf::GlobalConfig;
 use super::error::{global_label, quote, ConfigError, Location};
-use super::read_text;
 use super::secret::Secret;
+use super::text_file::read_text;
 use super::values::EndpointType;
 
 #[derive(Debug, Default, Deserialize)]

@@ -48,6 +48,7 @@ pub(crate) use clouds_yaml::parse as parse_clouds_yaml;
 mod error;
 mod ini;
 mod secret;
+mod text_file;
 mod validate;
 mod values;
 
@@ -57,28 +58,18 @@ mod tests;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use text_file::read_text;
+
 pub use client_env::{search_paths, ClientEnv, FixedEnv, ProcessEnv};
 pub use cloud_conf::{
-    BlockStorageConfig, GlobalConfig, MetadataConfig, DEFAULT_METADATA_REQUEST_TIMEOUT,
-    DEFAULT_METADATA_URL, DEFAULT_NODE_VOLUME_ATTACH_LIMIT, MAX_NODE_VOLUME_ATTACH_LIMIT,
+    BlockStorageConfig, CloudConfig, GlobalConfig, MetadataConfig,
+    DEFAULT_METADATA_REQUEST_TIMEOUT, DEFAULT_METADATA_URL, DEFAULT_NODE_VOLUME_ATTACH_LIMIT,
+    MAX_NODE_VOLUME_ATTACH_LIMIT,
 };
 pub use error::{global_label, ConfigError, Location, Warning, WarningKind};
 pub use secret::Secret;
 pub use validate::AuthMethod;
 pub use values::{EndpointType, MetadataSource, RetypeMigrationPolicy, DEFAULT_SEARCH_ORDER};
-
-/// Everything read from the `--cloud-config` files.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct CloudConfig {
-    /// `[Global]` under `""`, `[Global "name"]` under `"name"`.
-    pub globals: BTreeMap<String, GlobalConfig>,
-    pub block_storage: BlockStorageConfig,
-    pub metadata: MetadataConfig,
-    /// Unknown sections/keys and adjusted values, in file order.
-    pub warnings: Vec<Warning>,
-    /// The files merged, in order.
-    pub files: Vec<PathBuf>,
-}
 
 /// Parses one cloud.conf text; `file` only labels errors and warnings.
 pub fn parse_str(file: &Path, text: &str) -> Result<CloudConfig, ConfigError> {
@@ -118,26 +109,6 @@ fn load_files(paths: &[PathBuf], missing_ok: bool) -> Result<CloudConfig, Config
         }
     }
     Ok(cfg)
-}
-
-/// Reads a UTF-8 text file, mapping failures to one-line errors.
-pub(crate) fn read_text(path: &Path) -> Result<String, ConfigError> {
-    let bytes = std::fs::read(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => ConfigError::NotFound {
-            path: path.to_path_buf(),
-        },
-        _ => ConfigError::Unreadable {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
-        },
-    })?;
-    String::from_utf8(bytes).map_err(|e| ConfigError::Unreadable {
-        path: path.to_path_buf(),
-        reason: format!(
-            "not UTF-8 text (invalid byte at offset {})",
-            e.utf8_error().valid_up_to()
-        ),
-    })
 }
 
 impl CloudConfig {

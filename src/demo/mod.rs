@@ -8,6 +8,7 @@ mod driver;
 mod observe;
 mod report;
 mod scenario;
+mod state;
 mod teardown;
 
 use std::path::{Path, PathBuf};
@@ -16,7 +17,7 @@ use clap::{Args, ValueEnum};
 
 use driver::{Driver, DriverPaths};
 use report::Report;
-use scenario::Scenario;
+use state::Scenario;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DemoFs {

@@ -1,18 +1,11 @@
 //! Looking at a volume from the pod's side: the file we wrote, and the filesystem's size as
 //! NodeGetVolumeStats reports it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::report::{Report, StepError};
-use super::scenario::{status, Scenario, FILE_NAME};
+use super::state::{blocking, status, Mounted, Scenario, FILE_NAME};
 use crate::csi::pb;
-
-/// A volume as kubelet holds it after publish.
-pub struct Mounted {
-    pub id: String,
-    pub staging: PathBuf,
-    pub target: PathBuf,
-}
 
 impl Scenario<'_> {
     pub(super) async fn check_file(
@@ -56,13 +49,4 @@ impl Scenario<'_> {
             .map(|u| u.total)
             .ok_or_else(|| "NodeGetVolumeStats reported no byte usage".to_string())
     }
-}
-
-pub async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> std::io::Result<T> + Send + 'static,
-) -> Result<T, StepError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())
 }

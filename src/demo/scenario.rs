@@ -3,51 +3,14 @@
 //! it all. Each side effect pushes its undo, so teardown (also after a failure) is exact.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 
 use super::report::{Report, StepError};
+use super::state::{blocking, short, status, Mounted, Scenario, Undo, FILE_NAME};
 use crate::csi::pb;
 use crate::ctl::render::human_bytes;
-use crate::ctl::Client;
 
 const GIB: i64 = 1 << 30;
-pub(super) const FILE_NAME: &str = "hello.txt";
 const DRIVER: &str = "cinder.csi.openstack.org";
-
-/// What teardown must undo, in reverse order of creation.
-pub enum Undo {
-    NodeUnpublish { volume: String, target: PathBuf },
-    NodeUnstage { volume: String, staging: PathBuf },
-    ControllerUnpublish { volume: String, node: String },
-    DeleteVolume { volume: String },
-    DeleteSnapshot { snapshot: String },
-}
-
-pub struct Scenario<'a> {
-    pub client: &'a Client,
-    pub fs_type: String,
-    /// The work directory; paths are shown relative to it.
-    pub workdir: PathBuf,
-    pub kubelet: PathBuf,
-    pub undo: Vec<Undo>,
-    /// Volume ids seen, shortened in what is shown.
-    pub ids: Vec<String>,
-}
-
-pub(super) use super::observe::{blocking, Mounted};
-
-pub(super) fn status(rpc: &str, s: tonic::Status) -> StepError {
-    let hint = if s.code() == tonic::Code::Unimplemented {
-        " (this build does not implement it yet)"
-    } else {
-        ""
-    };
-    format!("{rpc}: {:?}: {}{hint}", s.code(), s.message())
-}
-
-pub(super) fn short(id: &str) -> &str {
-    &id[..id.len().min(8)]
-}
 
 impl Scenario<'_> {
     /// A path relative to the work directory, with volume ids shortened.

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use super::report::{Report, StepError};
-use super::scenario::{short, status, Scenario, Undo};
+use super::state::{short, status, Scenario, Undo};
 use crate::csi::pb;
 
 impl Scenario<'_> {

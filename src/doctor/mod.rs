@@ -4,6 +4,7 @@
 //! the driver would run with; `--pid 1` inside the plugin container takes the running
 //! driver's own command line. It changes nothing: no mount, no cloud object, no file.
 
+pub mod args;
 mod cloud;
 mod node;
 mod report;
@@ -12,7 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::{Args, ValueEnum};
+use clap::ValueEnum;
 
 use crate::app::{self, Plan};
 use crate::cli::{Backend, Cli, Command, ServeArgs};
@@ -20,28 +21,8 @@ use crate::cloud::openstack::ApiMetrics;
 use crate::config::{self, GlobalConfig};
 use crate::ctl::Output;
 use crate::host::linux::LinuxHost;
+pub use args::DoctorArgs;
 pub use report::{Check, Report, Status, REDACTED};
-
-#[derive(Debug, Clone, Args)]
-pub struct DoctorArgs {
-    /// Check the configuration of the running driver with this PID: its command line
-    /// replaces the serve flags given here (the environment is this process's; inside the
-    /// plugin container the driver is PID 1).
-    #[arg(long, value_name = "PID")]
-    pub pid: Option<u32>,
-    /// A Nova server (a node) to check from the controller: it exists, and its zone is one
-    /// Cinder has. On a node the node's own id is checked.
-    #[arg(long, value_name = "UUID")]
-    pub server: Option<String>,
-    /// Bound on each check that waits on the network.
-    #[arg(long, default_value_t = 20, value_name = "SECONDS")]
-    pub check_timeout: u64,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Output::Text)]
-    pub output: Output,
-    #[command(flatten)]
-    pub serve: ServeArgs,
-}
 
 /// Exit status: 0 when no check failed, 1 when one did, 2 when the doctor could not start.
 pub async fn run(args: DoctorArgs) -> u8 {

@@ -24,6 +24,7 @@ mod poll;
 mod quota;
 mod servers;
 mod snapshots;
+mod type_cache;
 mod volume_types;
 mod volumes;
 mod watcher;
@@ -49,7 +50,7 @@ use super::{
 use api::Api;
 use auth::AuthMethod;
 use keystone::Keystone;
-use volume_types::TypeCache;
+use type_cache::TypeCache;
 use watcher::Watcher;
 
 /// One OpenStack cloud: implements both [`BlockStorage`] and [`Compute`].

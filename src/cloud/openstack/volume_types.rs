@@ -1,43 +1,11 @@
 //! Volume types by name or id, with the `multiattach` extra spec. Types change rarely and a
 //! storm of CreateVolume calls asks for the same one, so answers are cached briefly.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::Duration;
-
-use tokio::time::Instant;
-
 use super::api::Request;
 use super::dto::{VolumeTypeEnvelope, VolumeTypeList};
 use super::metrics::Op;
-use super::poll::lock;
 use super::OpenStack;
 use crate::cloud::{CloudError, CloudResult, Resource, VolumeType};
-
-/// How long a looked-up type is trusted (a retyped extra spec shows up after this).
-pub const TYPE_CACHE_TTL: Duration = Duration::from_secs(60);
-
-/// Types by id and by name.
-#[derive(Default)]
-pub struct TypeCache {
-    by_key: Mutex<HashMap<String, (VolumeType, Instant)>>,
-}
-
-impl TypeCache {
-    fn get(&self, key: &str) -> Option<VolumeType> {
-        let map = lock(&self.by_key);
-        let (t, at) = map.get(key)?;
-        (at.elapsed() < TYPE_CACHE_TTL).then(|| t.clone())
-    }
-
-    fn put(&self, t: &VolumeType) {
-        let now = Instant::now();
-        let mut map = lock(&self.by_key);
-        map.retain(|_, (_, at)| at.elapsed() < TYPE_CACHE_TTL);
-        map.insert(t.id.clone(), (t.clone(), now));
-        map.insert(t.name.clone(), (t.clone(), now));
-    }
-}
 
 impl OpenStack {
     pub(super) async fn get_volume_type_impl(&self, name_or_id: &str) -> CloudResult<VolumeType> {

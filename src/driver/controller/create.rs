@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use tokio::time::Instant;
 
 use super::capabilities::{unsupported_capability, wants_multi_node};
-use super::create_existing::source_tag;
 use super::params::{CLUSTER_KEY, CONTENT_SOURCE_KEY};
+use super::source_tag::source_tag;
 use super::validate;
 use super::waits::wait_deadline;
 use super::{ContentSource, Controller, CreateVolume, VolumeInfo};

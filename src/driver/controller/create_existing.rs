@@ -7,9 +7,10 @@
 //! are never created by name, so they are not affected.
 
 use super::capabilities::unsupported_capability;
-use super::params::{CLUSTER_KEY, CONTENT_SOURCE_KEY};
+use super::params::CLUSTER_KEY;
+use super::source_tag::recorded_source;
 use super::{ContentSource, Controller, CreateVolume};
-use crate::cloud::{Cloud, PageRequest, Volume, VolumeFilter, VolumeSource, VolumeStatus};
+use crate::cloud::{Cloud, PageRequest, Volume, VolumeFilter, VolumeStatus};
 use crate::driver::types::{topology_value, CapacityRange, Topology, ZONE_TOPOLOGY_KEY};
 use crate::driver::{Error, Result};
 
@@ -17,26 +18,6 @@ use crate::driver::{Error, Result};
 fn fits(range: CapacityRange, v: &Volume) -> bool {
     let size = v.size_bytes();
     size >= range.required_bytes && (range.limit_bytes == 0 || size <= range.limit_bytes)
-}
-
-/// The metadata value recording a volume's source (see [`CONTENT_SOURCE_KEY`]).
-pub(super) fn source_tag(src: &VolumeSource) -> String {
-    match src {
-        VolumeSource::Snapshot(id) => format!("snapshot/{id}"),
-        VolumeSource::Backup(id) => format!("backup/{id}"),
-        VolumeSource::Volume(id) => format!("volume/{id}"),
-    }
-}
-
-/// The source recorded in a volume's metadata, as a CSI content source.
-pub(super) fn recorded_source(v: &Volume) -> Option<ContentSource> {
-    let tag = v.metadata.get(CONTENT_SOURCE_KEY)?;
-    let (kind, id) = tag.split_once('/')?;
-    match kind {
-        "snapshot" | "backup" => Some(ContentSource::Snapshot(id.to_string())),
-        "volume" => Some(ContentSource::Volume(id.to_string())),
-        _ => None,
-    }
 }
 
 /// Whether `v` has exactly the content source `want` (`None`: created empty). Cinder keeps
@@ -182,6 +163,9 @@ impl Controller {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cloud::VolumeSource;
+    use crate::driver::controller::params::CONTENT_SOURCE_KEY;
+    use crate::driver::controller::source_tag::source_tag;
 
     fn vol() -> Volume {
         Volume {

@@ -21,9 +21,11 @@ mod publish;
 mod snapshot_delete;
 mod snapshot_list;
 mod snapshots;
+mod source_tag;
 pub mod tokens;
 pub mod validate;
 pub mod waits;
+mod zone_cache;
 mod zones;
 
 #[cfg(test)]
@@ -35,6 +37,9 @@ use std::sync::Mutex;
 use crate::cloud::{Cloud, CloudError, Clouds, MigrationPolicy, Resource, Volume};
 use crate::driver::types::{topology_value, Topology, ZONE_TOPOLOGY_KEY};
 use crate::driver::{Error, InFlight, InFlightGuard, Result};
+
+use source_tag::recorded_source;
+use zone_cache::ZoneCache;
 
 pub use capabilities::unsupported_capability;
 pub use model::*;
@@ -76,13 +81,13 @@ pub struct Controller {
     /// Backups whose temporary snapshot is known to be gone, so listings do not look again.
     cleaned_backups: Mutex<HashSet<String>>,
     /// Each cloud's availability zones, to map topology values back to Cinder names.
-    zones: zones::ZoneCache,
+    zones: ZoneCache,
 }
 
 impl Controller {
     pub fn new(clouds: Clouds, opts: ControllerOptions) -> Self {
         Self {
-            zones: zones::ZoneCache::new(&clouds),
+            zones: ZoneCache::new(&clouds),
             clouds,
             opts,
             inflight: InFlight::new(),
@@ -158,7 +163,7 @@ impl Controller {
             .map(ContentSource::Snapshot)
             .or_else(|| v.backup_id.clone().map(ContentSource::Snapshot))
             .or_else(|| v.source_volume_id.clone().map(ContentSource::Volume))
-            .or_else(|| create_existing::recorded_source(v));
+            .or_else(|| recorded_source(v));
         let mut context = BTreeMap::new();
         if source.is_some() {
             context.insert(params::RESIZE_REQUIRED_KEY.to_string(), "true".to_string());

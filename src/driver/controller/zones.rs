@@ -8,47 +8,18 @@
 //! Only RPCs that carry a topology zone look here, so a cloud is never asked for its zones
 //! when topology is not in play.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
-use tokio::sync::Mutex;
 use tokio::time::Instant;
 
 use super::Controller;
-use crate::cloud::{Cloud, Clouds};
+use crate::cloud::Cloud;
 use crate::driver::types::{topology_value, TopologyRequirement, ZONE_TOPOLOGY_KEY};
 use crate::driver::{Error, Result};
 
 /// A value the cached list cannot place refreshes the list, at most this often: a new AZ is
 /// learnt within a minute without one zone list per RPC.
 pub const ZONE_REFRESH: Duration = Duration::from_secs(60);
-
-/// The zones of one cloud as last listed.
-#[derive(Default)]
-struct Known {
-    zones: Vec<String>,
-    /// When the list was last asked for (also when that failed); `None` = never.
-    listed_at: Option<Instant>,
-    /// The last request for the list failed, so `zones` may be stale or empty.
-    list_failed: bool,
-}
-
-/// Per cloud, behind an async lock so concurrent RPCs that need the list wait for one
-/// request instead of each making their own.
-pub(super) struct ZoneCache {
-    by_cloud: HashMap<String, Mutex<Known>>,
-}
-
-impl ZoneCache {
-    pub(super) fn new(clouds: &Clouds) -> Self {
-        Self {
-            by_cloud: clouds
-                .names()
-                .map(|n| (n.to_string(), Mutex::default()))
-                .collect(),
-        }
-    }
-}
 
 #[derive(Debug, PartialEq, Eq)]
 enum Match {

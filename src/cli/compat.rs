@@ -1,0 +1,85 @@
+//! Upstream cinder-csi-plugin's flags that this driver accepts and ignores.
+
+use clap::{ArgAction, Args};
+
+/// Flags of upstream cinder-csi-plugin that this driver has no use for. They are accepted so
+/// an upstream manifest keeps working unchanged, and reported once at startup.
+#[derive(Debug, Clone, Default, Args)]
+pub struct UpstreamCompat {
+    /// klog verbosity; mapped to --log-level when that is not given (≥4 debug, ≥6 trace).
+    /// Upstream's chart spells it `-v=2`, its manifests `--v=1`.
+    #[arg(long = "v", short = 'v', hide = true, value_name = "N")]
+    pub verbosity: Option<u8>,
+    /// Deprecated upstream; the node id comes from --node-id or the metadata.
+    #[arg(long = "nodeid", hide = true)]
+    pub nodeid: Option<String>,
+    /// Deprecated upstream no-op.
+    #[arg(long = "node-service-no-os-client", hide = true, num_args = 0..=1,
+          default_missing_value = "true", action = ArgAction::Set)]
+    pub node_service_no_os_client: Option<bool>,
+    /// PVC affinity annotations need a Kubernetes API client, which this driver does not run:
+    /// `--pvc-annotations` is accepted and warned about (see [`UpstreamCompat::warnings`]).
+    #[arg(long = "pvc-annotations", hide = true, num_args = 0..=1,
+          default_missing_value = "true", action = ArgAction::Set)]
+    pub pvc_annotations: Option<bool>,
+    #[arg(long = "kubeconfig", hide = true)]
+    pub kubeconfig: Option<String>,
+    #[arg(long = "master", hide = true)]
+    pub master: Option<String>,
+    #[arg(long = "kube-api-qps", hide = true)]
+    pub kube_api_qps: Option<String>,
+    #[arg(long = "kube-api-burst", hide = true)]
+    pub kube_api_burst: Option<String>,
+    #[arg(long = "min-resync-period", hide = true)]
+    pub min_resync_period: Option<String>,
+    #[arg(long = "user-agent", hide = true)]
+    pub user_agent: Vec<String>,
+}
+
+/// What `--pvc-annotations` would have done upstream and does not do here.
+pub const PVC_ANNOTATIONS_WARNING: &str =
+    "--pvc-annotations is set but PVC annotations are NOT honoured: \
+    cinder.csi.openstack.org/affinity and cinder.csi.openstack.org/anti-affinity on a PVC are \
+    ignored and volumes are created without Cinder scheduler hints (same_host/different_host)";
+
+/// Upstream's ignored `--nodeid` was fed from `NODE_ID`; this driver reads neither.
+pub const NODE_ID_ENV_WARNING: &str = "the NODE_ID environment variable is set but not used: \
+    the node id is --node-id / CINDER_CSI_NODE_ID, else the Nova instance UUID from the metadata \
+    (upstream manifests set NODE_ID to the Kubernetes node name, which is not a Nova id); \
+    remove NODE_ID";
+
+impl UpstreamCompat {
+    /// Startup warnings about upstream flags whose meaning is lost here.
+    pub fn warnings(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if self.pvc_annotations == Some(true) {
+            out.push(PVC_ANNOTATIONS_WARNING);
+        }
+        out
+    }
+
+    /// The upstream flags that were given, by name, for the startup warning.
+    pub fn ignored(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        let given = [
+            ("--nodeid", self.nodeid.is_some()),
+            (
+                "--node-service-no-os-client",
+                self.node_service_no_os_client.is_some(),
+            ),
+            ("--pvc-annotations", self.pvc_annotations.is_some()),
+            ("--kubeconfig", self.kubeconfig.is_some()),
+            ("--master", self.master.is_some()),
+            ("--kube-api-qps", self.kube_api_qps.is_some()),
+            ("--kube-api-burst", self.kube_api_burst.is_some()),
+            ("--min-resync-period", self.min_resync_period.is_some()),
+            ("--user-agent", !self.user_agent.is_empty()),
+        ];
+        for (name, set) in given {
+            if set {
+                out.push(name);
+            }
+        }
+        out
+    }
+}
