@@ -1,0 +1,100 @@
+//! The cloud adapters of the plan: OpenStack clients per `[Global]` section or the local
+//! backend, with their metrics and health observers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::error::AppError;
+use super::options::openstack_options;
+use super::plan::{local_node_id, Plan};
+use crate::cli::{Backend, ServeArgs};
+use crate::cloud::local::{LocalCloud, LocalOptions};
+use crate::cloud::openstack::{self, ApiMetrics, ApiObserver, OpenStack};
+use crate::cloud::{Cloud, Clouds};
+use crate::config::{BlockStorageConfig, GlobalConfig};
+use crate::driver::probe::CloudHealthObserver;
+use crate::metrics::Metrics;
+
+/// Reports every OpenStack request to the Prometheus registry.
+struct ApiToPrometheus(Arc<Metrics>);
+
+impl ApiObserver for ApiToPrometheus {
+    fn observe(&self, op: openstack::Op, latency: Duration, failed: bool) {
+        self.0
+            .observe_api_request(op.name(), latency.as_secs_f64(), failed);
+    }
+}
+
+/// The OpenStack clouds the controller serves: one adapter per resolved `[Global]` section,
+/// all counting into one [`ApiMetrics`]. No request is made here; a bad section is a
+/// configuration error (exit 64).
+pub(super) async fn openstack_clouds(
+    plan: &Plan,
+    metrics: &Arc<Metrics>,
+) -> Result<(Clouds, Arc<ApiMetrics>), AppError> {
+    let api_metrics = Arc::new(ApiMetrics::with_observer(ApiToPrometheus(metrics.clone())));
+    let mut clouds = Vec::new();
+    for (name, global) in &plan.clouds {
+        let os = openstack_cloud(name, global, &plan.config.block_storage, &api_metrics).await?;
+        clouds.push(os.into_cloud());
+    }
+    Ok((Clouds::new(clouds), api_metrics))
+}
+
+/// The adapter of one validated `[Global]` section, as the controller builds it (no request
+/// is made).
+pub async fn openstack_cloud(
+    name: &str,
+    global: &GlobalConfig,
+    bs: &BlockStorageConfig,
+    api_metrics: &Arc<ApiMetrics>,
+) -> Result<OpenStack, AppError> {
+    let mut opts = openstack_options(global, bs);
+    // Upstream's Go transport honours HTTP(S)_PROXY / NO_PROXY; so do we.
+    opts.proxy = openstack::ProxyOptions::from_env(|k| std::env::var(k).ok());
+    OpenStack::new(name, &opts, api_metrics.clone())
+        .await
+        .map_err(AppError::Config)
+}
+
+/// The clouds the controller serves, from the chosen backend and the validated `[Global]`
+/// sections in `plan.clouds`: `cloud::openstack` builds one `Cloud` per section (its requests
+/// reported to `metrics`), `cloud::local` one from `--local-dir`.
+pub async fn build_clouds(
+    args: &ServeArgs,
+    plan: &Plan,
+    metrics: &Arc<Metrics>,
+) -> Result<Clouds, AppError> {
+    match args.backend {
+        Backend::Local => {
+            let dir = args
+                .local_dir
+                .clone()
+                .ok_or_else(|| AppError::Config("--backend local needs --local-dir DIR".into()))?;
+            // Opening reconciles loop devices and links with the records (blocking pool).
+            let local = Arc::new(
+                LocalCloud::open(LocalOptions {
+                    dir,
+                    nodes: vec![local_node_id(args)],
+                })
+                .await
+                .map_err(|e| AppError::Runtime(format!("local backend: {e}")))?,
+            );
+            Ok(Clouds::new([Cloud {
+                name: String::new(),
+                storage: local.clone(),
+                compute: local,
+            }]))
+        }
+        Backend::Openstack => Ok(openstack_clouds(plan, metrics).await?.0),
+    }
+}
+
+/// Sets `cinder_csi_cloud_up` from the background cloud checks.
+pub(super) struct CloudUpGauge(pub(super) Arc<Metrics>);
+
+impl CloudHealthObserver for CloudUpGauge {
+    fn observe(&self, cloud: &str, up: bool) {
+        self.0.set_cloud_up(cloud, up);
+    }
+}

@@ -1,0 +1,17 @@
+//! Wiring: turn the command line and config into adapters, services and a running server.
+//! Everything is built here and passed down as `Arc`s; nothing is global. This file only
+//! declares the steps and what they export.
+
+mod clouds;
+mod error;
+mod options;
+mod plan;
+mod run;
+#[cfg(test)]
+mod tests;
+
+pub use clouds::{build_clouds, openstack_cloud};
+pub use error::AppError;
+pub use options::{by_id_dir, controller_options, metadata_options, openstack_options};
+pub use plan::{local_node_id, plan, Plan};
+pub use run::{node_core, run};

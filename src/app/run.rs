@@ -1,0 +1,163 @@
+//! Serving: the services for the plan's modes on one endpoint, until a signal.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tonic::transport::Server;
+
+use super::clouds::{build_clouds, CloudUpGauge};
+use super::error::AppError;
+use super::options::{by_id_dir, controller_options};
+use super::plan::{local_node_id, plan};
+use crate::cli::{Backend, ServeArgs};
+use crate::config::CloudConfig;
+use crate::csi::controller::ControllerService;
+use crate::csi::identity::IdentityService;
+use crate::csi::node::NodeService;
+use crate::csi::pb::controller_server::ControllerServer;
+use crate::csi::pb::identity_server::IdentityServer;
+use crate::csi::pb::node_server::NodeServer;
+use crate::driver::controller::Controller;
+use crate::driver::node::{NodeCore, NodeHealth, NodeOptions, NodeReadiness, NODE_TOOLS_REFRESH};
+use crate::driver::probe::{CloudMonitor, Readiness};
+use crate::host::linux::LinuxHost;
+use crate::metadata::Metadata;
+use crate::metrics::Metrics;
+use crate::server::{self, Listener, RpcSpanLayer, RpcTracker};
+
+pub async fn run(args: ServeArgs) -> Result<(), AppError> {
+    let plan = plan(&args)?;
+    let ignored = args.upstream.ignored();
+    if !ignored.is_empty() {
+        tracing::warn!(
+            flags = %ignored.join(" "),
+            "upstream cinder-csi-plugin flags accepted and ignored: this driver has no use for them"
+        );
+    }
+    for warning in args.upstream.warnings() {
+        tracing::warn!("{warning}");
+    }
+    if let Some(value) = std::env::var_os("NODE_ID") {
+        tracing::warn!(NODE_ID = ?value, "{}", crate::cli::NODE_ID_ENV_WARNING);
+    }
+    let http_addr = args
+        .http_endpoint
+        .as_deref()
+        .map(crate::http_endpoint::parse_addr)
+        .transpose()
+        .map_err(AppError::Config)?;
+    let metrics = Metrics::new();
+    // Probe and /healthz: the plugin's own health, local and fast. /readyz adds `readiness`.
+    let mut health: Vec<Arc<dyn Readiness>> = Vec::new();
+    let mut readiness: Vec<Arc<dyn Readiness>> = Vec::new();
+    // Built before anything binds: a bad backend or config exits 64 first.
+    let controller = if plan.controller {
+        let clouds = build_clouds(&args, &plan, &metrics).await?;
+        // Cloud reachability is watched in the background, never asked by Probe.
+        let monitor = CloudMonitor::new(
+            clouds.clone(),
+            Some(Arc::new(CloudUpGauge(metrics.clone()))),
+        );
+        monitor.spawn();
+        readiness.push(monitor);
+        let core = Controller::new(
+            clouds,
+            controller_options(&args, &plan.config.block_storage),
+        );
+        Some(ControllerServer::new(ControllerService::new(Arc::new(
+            core,
+        ))))
+    } else {
+        None
+    };
+    if args.backend == Backend::Local && plan.node {
+        // A controller process sharing DIR learns this node from the registration.
+        let dir = args.local_dir.clone().unwrap_or_default();
+        let id = local_node_id(&args);
+        tokio::task::spawn_blocking(move || crate::cloud::local::register_node(&dir, &id))
+            .await
+            .map_err(|e| AppError::Runtime(e.to_string()))?
+            .map_err(|e| AppError::Runtime(format!("local backend: {e}")))?;
+    }
+
+    let node_service = match (&plan.metadata, plan.node) {
+        (Some(metadata), true) => {
+            let core = node_core(&args, &plan.config, metadata.clone());
+            let node_health = NodeHealth::new(core.clone(), NODE_TOOLS_REFRESH);
+            // The first lookup at startup, so no Probe waits for it.
+            let first = node_health.clone();
+            tokio::spawn(async move { first.refresh().await });
+            health.push(Arc::new(node_health));
+            readiness.push(Arc::new(NodeReadiness { core: core.clone() }));
+            Some(NodeServer::new(NodeService::new(core)))
+        }
+        _ => None,
+    };
+
+    let identity = IdentityService {
+        driver_name: args.driver_name.clone(),
+        vendor_version: crate::version::vendor_version(),
+        controller: plan.controller,
+        topology: args.with_topology,
+        health: health.clone(),
+    };
+
+    let listener = Listener::bind(&plan.endpoint)
+        .await
+        .map_err(AppError::Runtime)?;
+    tracing::info!(
+        endpoint = %args.endpoint,
+        controller = plan.controller,
+        node = plan.node,
+        backend = ?args.backend,
+        version = %crate::version::vendor_version(),
+        "serving CSI"
+    );
+    if let Some(addr) = http_addr {
+        let state = Arc::new(crate::http_endpoint::HttpState {
+            metrics: metrics.clone(),
+            health,
+            readiness,
+        });
+        let bound = crate::http_endpoint::spawn(addr, state)
+            .await
+            .map_err(AppError::Runtime)?;
+        tracing::info!(address = %bound, "serving /metrics, /healthz and /readyz");
+    }
+    let rpcs = RpcTracker::new();
+    let router = Server::builder()
+        .layer(RpcSpanLayer::new(metrics, rpcs.clone()))
+        .add_service(IdentityServer::new(identity))
+        .add_optional_service(controller)
+        .add_optional_service(node_service);
+    server::serve(
+        router,
+        listener,
+        server::shutdown_signal(),
+        Duration::from_secs(args.shutdown_grace),
+        rpcs,
+    )
+    .await
+    .map_err(AppError::Runtime)
+}
+
+/// The node core on the Linux host, disks looked up under [`by_id_dir`].
+pub fn node_core(
+    args: &ServeArgs,
+    config: &CloudConfig,
+    metadata: Arc<dyn Metadata>,
+) -> Arc<NodeCore> {
+    let by_id = by_id_dir(args);
+    let opts = NodeOptions {
+        kubelet_dir: args.kubelet_dir.clone(),
+        // Resolved once: a kubelet dir behind a symlink (e.g. to a data disk) appears
+        // resolved in the mount table.
+        kubelet_dir_resolved: std::fs::canonicalize(&args.kubelet_dir)
+            .ok()
+            .filter(|r| *r != args.kubelet_dir),
+        max_volumes_per_node: i64::from(config.block_storage.node_volume_attach_limit),
+        with_topology: args.with_topology,
+        additional_topology: args.additional_topology.clone(),
+    };
+    NodeCore::new(LinuxHost::host(by_id, &args.kubelet_dir), metadata, opts)
+}

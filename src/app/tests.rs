@@ -1,0 +1,124 @@
+//! Startup planning and option building from flags and cloud.conf (no I/O beyond temp files).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use clap::Parser;
+
+use super::clouds::openstack_clouds;
+use super::*;
+use crate::cli::ServeArgs;
+use crate::cloud::{openstack, MigrationPolicy};
+use crate::config::{self, CloudConfig};
+use crate::metrics::Metrics;
+use crate::server::Endpoint;
+
+fn args(extra: &[&str]) -> ServeArgs {
+    let mut v = vec!["cinder-csi"];
+    v.extend_from_slice(extra);
+    crate::cli::Cli::try_parse_from(v).unwrap().serve
+}
+
+fn controller_plan() -> Plan {
+    Plan {
+        endpoint: Endpoint::parse("unix:///tmp/csi.sock").unwrap(),
+        controller: true,
+        node: false,
+        config: CloudConfig::default(),
+        clouds: BTreeMap::new(),
+        metadata: None,
+    }
+}
+
+#[tokio::test]
+async fn local_backend_builds_one_default_cloud() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let a = args(&["--backend", "local", "--local-dir", &d, "--node-id", "n1"]);
+    let clouds = build_clouds(&a, &controller_plan(), &Metrics::new())
+        .await
+        .unwrap();
+    let cloud = clouds.get("").expect("the default cloud");
+    assert_eq!(clouds.len(), 1);
+    assert_eq!(cloud.compute.get_server("n1").await.unwrap().id, "n1");
+    assert!(cloud
+        .compute
+        .get_server("n2")
+        .await
+        .unwrap_err()
+        .is_not_found());
+}
+
+#[test]
+fn options_from_flags() {
+    let a = args(&["--cluster", "c1", "--with-topology=false"]);
+    let bs = config::BlockStorageConfig {
+        ignore_volume_az: true,
+        cascade_delete: true,
+        list_cluster_volumes_only: true,
+        retype_migration_policy: config::RetypeMigrationPolicy::OnDemand,
+        ..Default::default()
+    };
+    let o = controller_options(&a, &bs);
+    assert_eq!(o.cluster, "c1");
+    assert!(!o.with_topology);
+    assert!(o.ignore_volume_az && o.cascade_delete && o.list_cluster_volumes_only);
+    assert_eq!(o.retype_policy, MigrationPolicy::OnDemand);
+    let o = controller_options(&a, &config::BlockStorageConfig::default());
+    assert_eq!(o.retype_policy, MigrationPolicy::Never);
+    assert!(!o.cascade_delete);
+}
+
+#[test]
+fn cloud_conf_sections_become_adapter_options() {
+    let text = "[Global]\nauth-url = https://keystone.example/v3\nusername = demo\n\
+                password = s3cret\nuser-domain-name = Default\ntenant-name = demo\n\
+                tenant-domain-id = default\nregion = RegionTwo\nos-endpoint-type = internal\n\
+                ca-file = /etc/ssl/ca.pem\n\
+                [Global \"east\"]\nauth-url = http://k:5000\napplication-credential-id = ac\n\
+                application-credential-secret = appsecret\n\
+                [BlockStorage]\nignore-volume-microversion = true\n";
+    let cfg = config::parse_str(Path::new("cloud.conf"), text).unwrap();
+    let clouds = cfg
+        .resolve_clouds(
+            &["".to_string(), "east".to_string()],
+            &config::FixedEnv::default(),
+        )
+        .unwrap();
+    let o = openstack_options(&clouds[""], &cfg.block_storage);
+    assert_eq!(o.auth_url, "https://keystone.example/v3");
+    assert_eq!(o.auth.username.as_deref(), Some("demo"));
+    assert_eq!(o.auth.password.as_ref().map(|p| p.expose()), Some("s3cret"));
+    assert_eq!(o.auth.project_name.as_deref(), Some("demo"));
+    assert_eq!(o.auth.project_domain_id.as_deref(), Some("default"));
+    assert_eq!(o.region.as_deref(), Some("RegionTwo"));
+    assert_eq!(o.interface, openstack::Interface::Internal);
+    assert_eq!(o.tls.ca_file.as_deref(), Some(Path::new("/etc/ssl/ca.pem")));
+    assert!(!o.tls.insecure);
+    assert!(o.ignore_volume_microversion);
+    assert!(!format!("{o:?}").contains("s3cret"));
+    let east = openstack_options(&clouds["east"], &cfg.block_storage);
+    assert_eq!(east.auth.application_credential_id.as_deref(), Some("ac"));
+}
+
+#[tokio::test]
+async fn every_section_becomes_a_cloud_without_a_request() {
+    let text = "[Global]\nauth-url = http://127.0.0.1:9/v3\nuser-id = u\npassword = p\n\
+                tenant-id = t\n[Global \"b\"]\nauth-url = http://127.0.0.1:9/v3\n\
+                token = tok\ntenant-id = t\n";
+    let config = config::parse_str(Path::new("cloud.conf"), text).unwrap();
+    let clouds = config
+        .resolve_clouds(&["".into(), "b".into()], &config::FixedEnv::default())
+        .unwrap();
+    let plan = Plan {
+        endpoint: Endpoint::parse("unix:///tmp/x.sock").unwrap(),
+        controller: true,
+        node: false,
+        config,
+        clouds,
+        metadata: None,
+    };
+    let (clouds, api) = openstack_clouds(&plan, &Metrics::new()).await.unwrap();
+    assert_eq!(clouds.names().collect::<Vec<_>>(), vec!["", "b"]);
+    assert_eq!(api.snapshot().requests(openstack::Service::Keystone), 0);
+}
