@@ -1,5 +1,5 @@
-//! Domain types of the cloud port. Adapters convert their wire formats into these in exactly
-//! one place each; nothing above the port sees Cinder/Nova JSON.
+//! Volumes as the port sees them: status, attachments, what a new one is made from, how a
+//! wait ends, and the retype policy.
 
 use std::collections::BTreeMap;
 use std::time::SystemTime;
@@ -206,203 +206,12 @@ pub struct VolumeType {
     pub multiattach: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum SnapshotStatus {
-    Creating,
-    Available,
-    Deleting,
-    Error,
-    ErrorDeleting,
-    Other(String),
-}
-
-impl SnapshotStatus {
-    pub fn parse(s: &str) -> Self {
-        match s {
-            "creating" => Self::Creating,
-            "available" => Self::Available,
-            "deleting" => Self::Deleting,
-            "error" => Self::Error,
-            "error_deleting" => Self::ErrorDeleting,
-            other => Self::Other(other.to_string()),
-        }
-    }
-
-    pub fn as_str(&self) -> &str {
-        match self {
-            Self::Creating => "creating",
-            Self::Available => "available",
-            Self::Deleting => "deleting",
-            Self::Error => "error",
-            Self::ErrorDeleting => "error_deleting",
-            Self::Other(s) => s,
-        }
-    }
-
-    pub fn is_error(&self) -> bool {
-        matches!(self, Self::Error | Self::ErrorDeleting)
-            || matches!(self, Self::Other(s) if s.starts_with("error"))
-    }
-}
-
-impl std::fmt::Display for SnapshotStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Snapshot {
-    pub id: String,
-    pub name: String,
-    pub volume_id: String,
-    pub size_gib: u64,
-    pub status: SnapshotStatus,
-    pub created_at: Option<SystemTime>,
-    pub metadata: BTreeMap<String, String>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NewSnapshot {
-    pub name: String,
-    pub volume_id: String,
-    pub description: Option<String>,
-    /// Cinder `force`: allow a snapshot of an in-use volume.
-    pub force: bool,
-    pub metadata: BTreeMap<String, String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum BackupStatus {
-    Creating,
-    Available,
-    Deleting,
-    Restoring,
-    Error,
-    ErrorDeleting,
-    Other(String),
-}
-
-impl BackupStatus {
-    pub fn parse(s: &str) -> Self {
-        match s {
-            "creating" => Self::Creating,
-            "available" => Self::Available,
-            "deleting" => Self::Deleting,
-            "restoring" => Self::Restoring,
-            "error" => Self::Error,
-            "error_deleting" => Self::ErrorDeleting,
-            other => Self::Other(other.to_string()),
-        }
-    }
-
-    pub fn as_str(&self) -> &str {
-        match self {
-            Self::Creating => "creating",
-            Self::Available => "available",
-            Self::Deleting => "deleting",
-            Self::Restoring => "restoring",
-            Self::Error => "error",
-            Self::ErrorDeleting => "error_deleting",
-            Self::Other(s) => s,
-        }
-    }
-
-    pub fn is_error(&self) -> bool {
-        matches!(self, Self::Error | Self::ErrorDeleting)
-            || matches!(self, Self::Other(s) if s.starts_with("error"))
-    }
-}
-
-impl std::fmt::Display for BackupStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Backup {
-    pub id: String,
-    pub name: String,
-    pub volume_id: String,
-    /// The snapshot the backup was taken from, if any.
-    pub snapshot_id: Option<String>,
-    pub size_gib: u64,
-    pub status: BackupStatus,
-    pub availability_zone: Option<String>,
-    pub created_at: Option<SystemTime>,
-    pub metadata: BTreeMap<String, String>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NewBackup {
-    pub name: String,
-    pub volume_id: String,
-    pub snapshot_id: Option<String>,
-    pub description: Option<String>,
-    pub force: bool,
-    pub availability_zone: Option<String>,
-    pub metadata: BTreeMap<String, String>,
-}
-
 /// Filters for listing volumes; every field narrows the result, server-side where the cloud can.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct VolumeFilter {
     pub name: Option<String>,
     /// Every pair must match the volume's metadata.
     pub metadata: BTreeMap<String, String>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SnapshotFilter {
-    pub name: Option<String>,
-    pub volume_id: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct BackupFilter {
-    pub name: Option<String>,
-    pub volume_id: Option<String>,
-}
-
-/// One page of a listing. `limit == None` asks for everything.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PageRequest {
-    pub limit: Option<u32>,
-    /// Opaque to callers: the id of the last item of the previous page.
-    pub marker: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Page<T> {
-    pub items: Vec<T>,
-    /// Marker for the next page; `None` when this was the last one.
-    pub next_marker: Option<String>,
-}
-
-/// Space the driver may still provision, from quota headroom (OpenStack) or free disk (local).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Capacity {
-    /// `None` = unlimited.
-    pub available_bytes: Option<u64>,
-    /// Largest single volume, when the cloud limits it.
-    pub maximum_volume_bytes: Option<u64>,
-}
-
-/// A Nova server (a Kubernetes node).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Server {
-    pub id: String,
-    pub name: String,
-    pub status: String,
-    pub availability_zone: Option<String>,
-}
-
-/// A Nova volume attachment of one server.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerAttachment {
-    pub volume_id: String,
-    pub device: Option<String>,
 }
 
 /// Condition a volume wait ends on.
@@ -420,18 +229,6 @@ pub enum VolumeWait {
     Deleted,
     /// Out of every transitional state (`creating`, `attaching`, `detaching`, `reserved`, ...).
     Stable,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SnapshotWait {
-    Available,
-    Deleted,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BackupWait {
-    Available,
-    Deleted,
 }
 
 /// How Cinder may move data on retype.

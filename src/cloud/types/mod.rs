@@ -1,0 +1,15 @@
+//! Domain types of the cloud port. Adapters convert their wire formats into these in exactly
+//! one place each; nothing above the port sees Cinder/Nova JSON. This file only declares the
+//! parts and re-exports them.
+
+mod backup;
+mod listing;
+mod server;
+mod snapshot;
+mod volume;
+
+pub use backup::*;
+pub use listing::*;
+pub use server::*;
+pub use snapshot::*;
+pub use volume::*;
