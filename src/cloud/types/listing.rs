@@ -1,8 +1,5 @@
 //! Paged listings and the storage capacity a cloud reports.
 
-use std::collections::BTreeMap;
-use std::time::SystemTime;
-
 /// One page of a listing. `limit == None` asks for everything.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PageRequest {

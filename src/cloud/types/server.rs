@@ -1,8 +1,5 @@
 //! Nova servers (the nodes) and their volume attachments.
 
-use std::collections::BTreeMap;
-use std::time::SystemTime;
-
 /// A Nova server (a Kubernetes node).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Server {
