@@ -1,8 +1,14 @@
 //! Wire formats parsed from the bodies the OpenStack API references document
 //! (docs.openstack.org api-ref samples for block-storage v3 and compute v2.1).
 
+use chrono::{DateTime, Utc};
+
+use super::cinder::is_true_spec;
 use super::*;
-use crate::cloud::{BackupStatus, SnapshotStatus, VolumeStatus};
+use crate::cloud::{
+    Backup, BackupStatus, Server, ServerAttachment, Snapshot, SnapshotStatus, Volume, VolumeStatus,
+    VolumeType,
+};
 
 /// Block Storage API reference, volumes-list-detailed-response.json (3.69), plus a second,
 /// attached volume written from the same reference's attachment fields.

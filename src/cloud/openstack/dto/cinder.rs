@@ -1,82 +1,15 @@
-//! Wire formats of Cinder and Nova, and their one conversion each into the port's domain
-//! types. Deserialisation is lenient where the APIs are inconsistent across releases (null
-//! names, `bootable` as a string, missing fields in older microversions).
+//! Cinder's volumes, snapshots, backups, volume types, quotas, zones and messages, and their
+//! conversions into the port's types.
 
 use std::collections::BTreeMap;
-use std::time::SystemTime;
 
-use chrono::{DateTime, NaiveDateTime, Utc};
-use serde::{Deserialize, Deserializer};
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
 
+use super::lenient::{loose_bool, null_as_default, parse_time, string_map, system_time, Link};
 use crate::cloud::{
-    Attachment, Backup, BackupStatus, Server, ServerAttachment, Snapshot, SnapshotStatus, Volume,
-    VolumeStatus, VolumeType,
+    Attachment, Backup, BackupStatus, Snapshot, SnapshotStatus, Volume, VolumeStatus, VolumeType,
 };
-
-/// OpenStack timestamps: `2018-11-28T06:25:15.288987` (Cinder, UTC without zone),
-/// `2018-01-15T22:14:05.000000Z` (Keystone), `2017-02-14T19:23:58Z` or with an offset (Nova).
-pub fn parse_time(s: &str) -> Option<DateTime<Utc>> {
-    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
-        return Some(t.with_timezone(&Utc));
-    }
-    let naive = s.trim_end_matches('Z');
-    NaiveDateTime::parse_from_str(naive, "%Y-%m-%dT%H:%M:%S%.f")
-        .or_else(|_| NaiveDateTime::parse_from_str(naive, "%Y-%m-%d %H:%M:%S%.f"))
-        .ok()
-        .map(|n| n.and_utc())
-}
-
-fn system_time(s: &Option<String>) -> Option<SystemTime> {
-    s.as_deref().and_then(parse_time).map(SystemTime::from)
-}
-
-fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Default + Deserialize<'de>,
-{
-    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
-}
-
-/// Metadata values are strings in practice; anything else is kept as its JSON text.
-fn string_map<'de, D>(d: D) -> Result<BTreeMap<String, String>, D::Error>
-where
-    D: Deserializer<'de>,
-{
-    let raw: Option<BTreeMap<String, serde_json::Value>> = Option::deserialize(d)?;
-    Ok(raw
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(k, v)| match v {
-            serde_json::Value::String(s) => (k, s),
-            other => (k, other.to_string()),
-        })
-        .collect())
-}
-
-/// Cinder sends `bootable` as `"true"`/`"false"`.
-fn loose_bool<'de, D>(d: D) -> Result<bool, D::Error>
-where
-    D: Deserializer<'de>,
-{
-    Ok(match Option::<serde_json::Value>::deserialize(d)? {
-        Some(serde_json::Value::Bool(b)) => b,
-        Some(serde_json::Value::String(s)) => s.eq_ignore_ascii_case("true"),
-        _ => false,
-    })
-}
-
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
-pub struct Link {
-    pub href: String,
-    #[serde(default)]
-    pub rel: String,
-}
-
-/// Whether a list answer says there is another page.
-pub fn has_next(links: &[Link]) -> bool {
-    links.iter().any(|l| l.rel == "next")
-}
 
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 pub struct VolumeAttachmentDto {
@@ -308,7 +241,7 @@ impl From<VolumeTypeDto> for VolumeType {
 }
 
 /// Extra spec booleans are written `<is> True` (or plain `True`).
-fn is_true_spec(v: &str) -> bool {
+pub(super) fn is_true_spec(v: &str) -> bool {
     let v = v.trim();
     let v = v.strip_prefix("<is>").unwrap_or(v).trim();
     v.eq_ignore_ascii_case("true")
@@ -381,62 +314,3 @@ pub struct MessageDto {
 pub struct MessageList {
     pub messages: Vec<MessageDto>,
 }
-
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
-pub struct ServerDto {
-    pub id: String,
-    #[serde(default, deserialize_with = "null_as_default")]
-    pub name: String,
-    #[serde(default, deserialize_with = "null_as_default")]
-    pub status: String,
-    #[serde(rename = "OS-EXT-AZ:availability_zone", default)]
-    pub availability_zone: Option<String>,
-}
-
-impl From<ServerDto> for Server {
-    fn from(d: ServerDto) -> Self {
-        Server {
-            id: d.id,
-            name: d.name,
-            status: d.status,
-            availability_zone: d.availability_zone.filter(|z| !z.is_empty()),
-        }
-    }
-}
-
-#[derive(Debug, Deserialize)]
-pub struct ServerEnvelope {
-    pub server: ServerDto,
-}
-
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
-pub struct NovaAttachmentDto {
-    #[serde(rename = "volumeId")]
-    pub volume_id: String,
-    #[serde(default)]
-    pub device: Option<String>,
-}
-
-impl From<NovaAttachmentDto> for ServerAttachment {
-    fn from(d: NovaAttachmentDto) -> Self {
-        ServerAttachment {
-            volume_id: d.volume_id,
-            device: d.device.filter(|d| !d.is_empty()),
-        }
-    }
-}
-
-#[derive(Debug, Deserialize)]
-pub struct NovaAttachmentEnvelope {
-    #[serde(rename = "volumeAttachment")]
-    pub attachment: NovaAttachmentDto,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct NovaAttachmentList {
-    #[serde(rename = "volumeAttachments")]
-    pub attachments: Vec<NovaAttachmentDto>,
-}
-
-#[cfg(test)]
-mod tests;
