@@ -89,7 +89,7 @@ build_image() {
         mkdir -p "$image_cache"
         bah bud --quiet --pull=never --layers=false -f "$ctx/Containerfile" -t "$tag" "$ctx" >/dev/null
         rm -f "$image_cache/$(tr '/:' '__' <<<"$tag")"-*.tar # older builds of the same tag
-        bah push --quiet "$tag" "docker-archive:$out.part:$tag"
+        bah push --quiet "$tag" "docker-archive:$out.part:$tag" >/dev/null
         bah rmi "$tag" >/dev/null
         mv "$out.part" "$out"
     fi
@@ -162,9 +162,9 @@ driver_image_archive() {
         # As the registry's debian:bookworm-slim (its env and CMD), so the FROM resolves locally.
         tar -C "$tmpd/rootfs" --numeric-owner -c . >"$tmpd/base.tar"
         bah from --quiet --name k8s-base scratch >/dev/null
-        bah add k8s-base "$tmpd/base.tar" /
+        bah add k8s-base "$tmpd/base.tar" / >/dev/null
         bah config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-            --cmd /bin/bash k8s-base
+            --cmd /bin/bash k8s-base >/dev/null
         bah commit --quiet --rm k8s-base docker.io/library/debian:bookworm-slim >/dev/null
         rm -rf "$tmpd/rootfs" "$tmpd/base.tar"
         ctx=$(mktemp -d "$tmpd/ctx.XXXXXX")
@@ -174,7 +174,7 @@ driver_image_archive() {
         bah bud --quiet --pull=never --layers=false -f "$repo/deploy/Dockerfile" \
             --target runtime-prebuilt -t "$tag" "$ctx" >/dev/null
         rm -f "$image_cache/$(tr '/:' '__' <<<"$tag")"-*.tar
-        bah push --quiet "$tag" "docker-archive:$out.part:$tag"
+        bah push --quiet "$tag" "docker-archive:$out.part:$tag" >/dev/null
         bah rmi -a -f >/dev/null
         mv "$out.part" "$out"
     fi
