@@ -7,10 +7,10 @@ mod serve;
 mod tests;
 
 use clap::{Parser, Subcommand};
-
-use crate::version::LONG_VERSION;
 pub use compat::{UpstreamCompat, NODE_ID_ENV_WARNING, PVC_ANNOTATIONS_WARNING};
 pub use serve::{Backend, LogFormat, Mode, ServeArgs};
+
+use crate::version::LONG_VERSION;
 
 #[derive(Debug, Parser)]
 #[command(

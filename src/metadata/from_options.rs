@@ -77,8 +77,9 @@ fn check_node_id(id: &str) -> Result<String, MetadataError> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use std::path::PathBuf;
+
+    use super::*;
 
     #[tokio::test]
     async fn node_id_wins_without_lookup() {
