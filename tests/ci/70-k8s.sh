@@ -27,13 +27,7 @@ fi
 # (tests/peers). From an empty Go cache that build alone takes 40+ min on 2 cores, more than
 # what is left of the whole run's bound after the other stages: then the stage says so and
 # does not start, instead of timing the whole run out. With the peers cached it takes ~15 min.
-k8s_peers=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
-    crictl agnhost snapshot-controller csi-provisioner csi-attacher csi-resizer csi-snapshotter
-    csi-node-driver-registrar livenessprobe cinder-csi-e2e ginkgo)
-uncached=()
-for n in "${k8s_peers[@]}"; do
-    [[ -x $(tests/peers/build --path "$n") ]] || uncached+=("$n")
-done
+mapfile -t uncached < <(tests/k8s/cluster uncached cinder-csi-e2e ginkgo)
 if [[ -n ${CINDER_CSI_RUN_DEADLINE:-} ]]; then
     left=$((CINDER_CSI_RUN_DEADLINE - $(date +%s)))
     need=$(( ${#uncached[@]} ? 50 * 60 : 20 * 60 ))
