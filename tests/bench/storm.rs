@@ -21,6 +21,9 @@
 //! `CINDER_CSI_OSTACK_ENV=<state>/env.sh cargo bench --bench storm -- [--other CMD]`
 //! (STORM_VOLUMES=50 by default); without the env file it prints "skipped" and exits 0.
 
+mod direct;
+#[path = "storm_list.rs"]
+mod list;
 #[path = "../openstack_support/mod.rs"]
 mod openstack_support;
 mod proxy;
@@ -39,6 +42,9 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(50);
     let other = other_arg();
+    let list_n: Option<usize> = std::env::var("STORM_LIST")
+        .ok()
+        .and_then(|v| v.parse().ok());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -61,6 +67,10 @@ fn main() {
             let took = tokio::task::block_in_place(|| run::warm_up(&cloud));
             println!("warm-up before {who}: {:.1} s", took.as_secs_f64());
         };
+        if let Some(n) = list_n {
+            list_run(&cloud, &relay, &ours_cmd, other.as_deref(), &conf, n).await;
+            std::process::exit(0);
+        }
         warm("cinder-csi");
         let ours = run::storm(&cloud, &relay, "cinder-csi", &ours_cmd, &conf, n).await;
         let theirs = match &other {
@@ -83,6 +93,37 @@ fn main() {
         "cinder-csi took {} Keystone tokens; the whole run must cost one",
         ours.tokens
     );
+}
+
+/// `STORM_LIST=N`: the ListVolumes runs instead of the storm (storm_list.rs).
+async fn list_run(
+    cloud: &Cloud,
+    relay: &proxy::Relay,
+    ours: &[String],
+    other: Option<&[String]>,
+    conf: &std::path::Path,
+    n: usize,
+) {
+    let rounds: usize = std::env::var("LIST_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
+    let direct = direct::Direct::new(cloud)
+        .await
+        .expect("a token for the bench");
+    let run = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
+    list::fill(&direct, &run, n)
+        .await
+        .expect("the project filled");
+    let mut outcomes = vec![list::lists(relay, "cinder-csi", ours, conf, rounds).await];
+    if let Some(cmd) = other {
+        outcomes.push(list::lists(relay, "other", cmd, conf, rounds).await);
+    }
+    let emptied = direct.empty(&list::prefix(&run)).await;
+    list::report(n, rounds, &outcomes);
+    let failed: Vec<&String> = outcomes.iter().filter_map(|o| o.error.as_ref()).collect();
+    assert!(failed.is_empty(), "listing failed: {failed:?}");
+    emptied.expect("the project emptied");
 }
 
 /// `--other "CMD ARGS"` (cargo passes `--bench` too; it is ignored).
@@ -168,12 +209,13 @@ fn report(n: usize, ours: &Outcome, theirs: Option<&Outcome>) {
     for o in std::iter::once(ours).chain(theirs) {
         println!(
             "\n{}: {} Keystone token(s) for the run (startup included), peak RSS {} KiB, \
-             {} requests = {:.1} per volume",
+             {} requests = {:.1} per volume; ran {}",
             o.label,
             o.tokens,
             o.peak_rss_kib,
             reqs(o),
-            reqs(o) as f64 / n as f64
+            reqs(o) as f64 / n as f64,
+            o.when
         );
         println!("  per endpoint and phase: requests / connections opened / most in flight");
         for (i, p) in o.phases.iter().enumerate() {
@@ -190,6 +232,11 @@ fn report(n: usize, ours: &Outcome, theirs: Option<&Outcome>) {
                 })
                 .collect();
             println!("    {:<26} {}", PHASES[i], per.join(", "));
+            for (api, s) in &p.seen {
+                for (line, k) in &s.requests {
+                    println!("    {:<26}   {k:>4}  {api:<8} {line}", "");
+                }
+            }
         }
         println!("  requests by API (whole storm):");
         let mut by: std::collections::BTreeMap<String, u64> = Default::default();

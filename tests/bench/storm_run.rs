@@ -2,7 +2,7 @@
 //! pending (a CreateVolume that returns before `available`, a DeleteVolume before gone), and
 //! read what the relay counted. Volumes left behind by a failure are removed as admin.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -12,6 +12,7 @@ use cinder_csi::csi::pb::controller_client::ControllerClient;
 use tokio::time::Instant;
 use tonic::transport::{Channel, Endpoint, Uri};
 
+use super::direct::Direct;
 use super::openstack_support::Cloud;
 use super::proxy::{self, Relay, Seen};
 
@@ -59,6 +60,22 @@ pub struct Outcome {
     pub tokens: u64,
     pub peak_rss_kib: u64,
     pub error: Option<String>,
+    /// UTC start and end of the storm, with the CPU pressure (PSI some avg10) at each.
+    pub when: String,
+}
+
+/// "HH:MM:SS UTC (PSI n %)": when a storm started or ended and how busy the CPUs were.
+pub fn now_and_load() -> String {
+    let psi = std::fs::read_to_string("/proc/pressure/cpu").unwrap_or_default();
+    let avg10 = psi
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("avg10="))
+        .unwrap_or("?")
+        .to_string();
+    format!(
+        "{} UTC (PSI {avg10} %)",
+        chrono::Utc::now().format("%H:%M:%S")
+    )
 }
 
 /// A driver process; stopped (its log shown on failure) when dropped.
@@ -75,11 +92,71 @@ impl Drop for Driver {
     }
 }
 
-impl Driver {
-    fn tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+/// A driver started fresh on its own socket, with the relayed cloud.conf, answering.
+pub struct Launched {
+    pub label: String,
+    pub client: ControllerClient<Channel>,
+    driver: Driver,
+    _dir: tempfile::TempDir,
+}
+
+impl Launched {
+    /// Start `cmd` (plus `--endpoint` and `--cloud-config`) and wait until it answers
+    /// ListVolumes. `Err((label, why))` when it does not.
+    pub async fn start(label: &str, cmd: &[String], conf: &Path) -> Result<Self, (String, String)> {
+        let label = format!(
+            "{label} ({})",
+            Path::new(&cmd[0]).file_name().unwrap().to_string_lossy()
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("csi.sock");
+        let log = dir.path().join("driver.log");
+        let driver = Driver {
+            child: Command::new(&cmd[0])
+                .args(&cmd[1..])
+                .arg(format!("--endpoint=unix://{}", socket.display()))
+                .arg(format!("--cloud-config={}", conf.display()))
+                .stdin(Stdio::null())
+                .stdout(std::fs::File::create(&log).unwrap())
+                .stderr(std::fs::File::create(&log).unwrap())
+                .spawn()
+                .unwrap_or_else(|e| panic!("start {}: {e}", cmd[0])),
+            log,
+        };
+        let client = match connect(&socket).await {
+            Ok(ch) => ControllerClient::new(ch),
+            Err(e) => return Err((label, e)),
+        };
+        let me = Self {
+            label,
+            client,
+            driver,
+            _dir: dir,
+        };
+        match ready(&me.client).await {
+            Ok(()) => Ok(me),
+            Err(e) => Err((
+                me.label.clone(),
+                format!("{e}\n--- driver log:\n{}", me.tail()),
+            )),
+        }
+    }
+
+    pub fn tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.driver.log).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
         lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+
+    /// Peak resident set (VmHWM) in KiB, from /proc.
+    pub fn peak_rss_kib(&self) -> u64 {
+        let pid = self.driver.child.id();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
     }
 }
 
@@ -91,59 +168,44 @@ pub async fn storm(
     conf: &Path,
     n: usize,
 ) -> Outcome {
-    let dir = tempfile::tempdir().unwrap();
-    let socket = dir.path().join("csi.sock");
-    let log = dir.path().join("driver.log");
     let start = relay.take();
-    let driver = Driver {
-        child: Command::new(&cmd[0])
-            .args(&cmd[1..])
-            .arg(format!("--endpoint=unix://{}", socket.display()))
-            .arg(format!("--cloud-config={}", conf.display()))
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(&log).unwrap())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap_or_else(|e| panic!("start {}: {e}", cmd[0])),
-        log,
-    };
-    let label = format!(
-        "{label} ({})",
-        Path::new(&cmd[0]).file_name().unwrap().to_string_lossy()
-    );
+    let began = now_and_load();
     let run = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
     let mut phases = Vec::new();
-    let result = phases_of(cloud, relay, &socket, n, &run, &mut phases).await;
-    let peak_rss_kib = peak_rss(driver.child.id());
+    let (label, result, peak_rss_kib) = match Launched::start(label, cmd, conf).await {
+        Err((label, e)) => (label, Err(e), 0),
+        Ok(driver) => {
+            let r = phases_of(cloud, relay, &driver.client, n, &run, &mut phases)
+                .await
+                .map_err(|e| format!("{e}\n--- driver log:\n{}", driver.tail()));
+            (driver.label.clone(), r, driver.peak_rss_kib())
+        }
+    };
+    let when = format!("{began} to {}", now_and_load());
     let all = proxy::since(&start, &relay.take());
     let tokens = all.get("Keystone").map_or(0, |s| {
         s.requests.get("POST /v3/auth/tokens").copied().unwrap_or(0)
     });
-    let error = result
-        .err()
-        .map(|e| format!("{e}\n--- driver log:\n{}", driver.tail()));
-    drop(driver);
     leftovers(cloud, &run);
     Outcome {
         label,
         phases,
         tokens,
         peak_rss_kib,
-        error,
+        error: result.err(),
+        when,
     }
 }
 
 async fn phases_of(
     cloud: &Cloud,
     relay: &Relay,
-    socket: &Path,
+    client: &ControllerClient<Channel>,
     n: usize,
     run: &str,
     phases: &mut Vec<Phase>,
 ) -> Result<(), String> {
-    let client = ControllerClient::new(connect(socket).await?);
-    ready(&client).await?;
-    let watch = Watch::new(cloud).await?;
+    let watch = Direct::new(cloud).await?;
     let server = cloud.node(1, "ID").to_string();
     let ids = phase(phases, relay, n, |i| {
         let mut c = client.clone();
@@ -169,7 +231,9 @@ async fn phases_of(
     .await?;
     // Charge the wait until all are available (upstream returns right after the POST).
     let last = phases.last_mut().unwrap();
-    last.wait = watch.until(&ids, |s| s == Some("available")).await?;
+    last.wait = watch
+        .until(&ids, |s| s == Some("available"), RPC_TIMEOUT)
+        .await?;
     let ids = &ids;
     phase(phases, relay, n, |i| {
         let mut c = client.clone();
@@ -214,7 +278,7 @@ async fn phases_of(
     })
     .await?;
     let last = phases.last_mut().unwrap();
-    last.wait = watch.until(ids, |s| s.is_none()).await?;
+    last.wait = watch.until(ids, |s| s.is_none(), RPC_TIMEOUT).await?;
     Ok(())
 }
 
@@ -241,7 +305,7 @@ async fn ready(client: &ControllerClient<Channel>) -> Result<(), String> {
     }
 }
 
-fn rpc<T>(msg: T) -> tonic::Request<T> {
+pub fn rpc<T>(msg: T) -> tonic::Request<T> {
     let mut r = tonic::Request::new(msg);
     r.set_timeout(RPC_TIMEOUT);
     r
@@ -314,79 +378,6 @@ where
     }
 }
 
-/// The bench's own view of the volumes, straight to Cinder (not through the relay): one
-/// project-wide list per 100 ms.
-struct Watch {
-    http: reqwest::Client,
-    token: String,
-    url: String,
-}
-
-impl Watch {
-    async fn new(cloud: &Cloud) -> Result<Self, String> {
-        let body = serde_json::json!({"auth": {
-            "identity": {"methods": ["password"], "password": {"user": {
-                "name": cloud.var("OS_USERNAME"), "password": cloud.var("OS_PASSWORD"),
-                "domain": {"id": cloud.var("OS_USER_DOMAIN_ID")}}}},
-            "scope": {"project": {"name": cloud.var("OS_PROJECT_NAME"),
-                "domain": {"id": cloud.var("OS_PROJECT_DOMAIN_ID")}}}}});
-        let http = reqwest::Client::new();
-        let r = http
-            .post(format!("{}/auth/tokens", cloud.var("OS_AUTH_URL")))
-            .json(&body)
-            .send()
-            .await
-            .map_err(|e| e.to_string())?;
-        let token = r
-            .headers()
-            .get("x-subject-token")
-            .and_then(|v| v.to_str().ok())
-            .ok_or("no token")?
-            .to_string();
-        let url = format!(
-            "http://127.0.0.1:8776/v3/{}/volumes?limit=1000",
-            cloud.var("OSTACK_PROJECT_ID")
-        );
-        Ok(Self { http, token, url })
-    }
-
-    /// Time until `ok(status)` holds for every id (`None` = the volume is gone).
-    async fn until(
-        &self,
-        ids: &[String],
-        ok: impl Fn(Option<&str>) -> bool,
-    ) -> Result<Duration, String> {
-        let started = Instant::now();
-        let wanted: HashSet<&str> = ids.iter().map(String::as_str).collect();
-        loop {
-            let v: serde_json::Value = self
-                .http
-                .get(self.url.replace("volumes?", "volumes/detail?"))
-                .header("X-Auth-Token", &self.token)
-                .send()
-                .await
-                .map_err(|e| e.to_string())?
-                .json()
-                .await
-                .map_err(|e| e.to_string())?;
-            let status: BTreeMap<&str, &str> = v["volumes"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|v| Some((v["id"].as_str()?, v["status"].as_str()?)))
-                .filter(|(id, _)| wanted.contains(id))
-                .collect();
-            if wanted.iter().all(|id| ok(status.get(id).copied())) {
-                return Ok(started.elapsed());
-            }
-            if started.elapsed() > RPC_TIMEOUT {
-                return Err(format!("volumes not settled: {status:?}"));
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-}
-
 async fn connect(socket: &Path) -> Result<Channel, String> {
     let deadline = Instant::now() + Duration::from_secs(30);
     while tokio::net::UnixStream::connect(socket).await.is_err() {
@@ -407,16 +398,6 @@ async fn connect(socket: &Path) -> Result<Channel, String> {
         }))
         .await
         .map_err(|e| e.to_string())
-}
-
-/// Peak resident set (VmHWM) in KiB, from /proc.
-fn peak_rss(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
 }
 
 /// One volume created, attached to the storm's server, detached and deleted by the bench

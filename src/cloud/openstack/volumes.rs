@@ -98,19 +98,8 @@ impl OpenStack {
     }
 
     pub(super) async fn get_volume_impl(&self, id: &str) -> CloudResult<Volume> {
-        let ans = self
-            .api
-            .cinder(Request::get(
-                Op::VolumeGet,
-                format!("volumes/{}", segment(Resource::Volume, id)?),
-            ))
-            .await
-            .map_err(|e| e.into_cloud(Resource::Volume, id))?;
-        let env: VolumeEnvelope = ans
-            .json(Op::VolumeGet)
-            .map_err(|e| e.into_cloud(Resource::Volume, id))?;
-        self.watcher.note(&env.volume);
-        Ok(env.volume.into())
+        segment(Resource::Volume, id)?;
+        self.watcher.read(id).await
     }
 
     pub(super) async fn list_volumes_impl(

@@ -66,6 +66,14 @@ pub enum ChangeMark {
     Updated(DateTime<Utc>),
 }
 
+impl ChangeMark {
+    pub fn time(self) -> DateTime<Utc> {
+        match self {
+            ChangeMark::Created(t) | ChangeMark::Updated(t) => t,
+        }
+    }
+}
+
 impl VolumeDto {
     pub fn change_mark(&self) -> Option<ChangeMark> {
         match (&self.updated_at, &self.created_at) {

@@ -51,6 +51,24 @@ fn vol(id: &str, status: VolumeStatus, attached: Option<&str>, size: u64) -> Vol
 }
 
 #[test]
+fn shared_rounds_come_at_least_twice_a_second() {
+    let mut alone = POLL_FIRST;
+    let mut shared = POLL_FIRST;
+    for _ in 0..20 {
+        alone = next_interval(alone, false);
+        shared = next_interval(shared, true);
+    }
+    assert_eq!(alone, POLL_MAX);
+    assert_eq!(shared, POLL_MAX_SHARED);
+    assert!(POLL_MAX_SHARED < POLL_MAX);
+    // The first rounds grow the same way either way.
+    assert_eq!(
+        next_interval(POLL_FIRST, true),
+        next_interval(POLL_FIRST, false)
+    );
+}
+
+#[test]
 fn conditions() {
     use VolumeStatus::*;
     let s = || "srv".to_string();
@@ -491,4 +509,85 @@ async fn a_cancelled_wait_stops_the_polling() {
         "nobody polls for a dropped wait"
     );
     assert!(!os.watcher.inner.lock().running);
+}
+
+#[tokio::test]
+async fn a_burst_of_reads_costs_one_list_not_a_get_each() {
+    let fake = Fake::start().await;
+    let os = cloud(&fake).await;
+    let mut ids = Vec::new();
+    for _ in 0..12 {
+        let v = os
+            .create_volume(&crate::cloud::NewVolume {
+                name: "pvc".into(),
+                size_gib: 1,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        ids.push(v.id);
+    }
+    let gets_before = fake.count("GET /cinder/v3/volumes/vol-");
+    let reads = ids.iter().map(|id| {
+        let os = os.clone();
+        let id = id.clone();
+        tokio::spawn(async move { os.watcher.read(&id).await })
+    });
+    for (r, id) in futures::future::join_all(reads).await.into_iter().zip(&ids) {
+        assert_eq!(&r.unwrap().unwrap().id, id);
+    }
+    let gets = fake.count("GET /cinder/v3/volumes/vol-") - gets_before;
+    let lists = fake.count("GET /cinder/v3/volumes/detail?");
+    // The first read may start a round alone (one GET); the rest share the next one.
+    assert!(gets <= 1, "{gets} GETs for 12 concurrent reads");
+    assert!(
+        (1..=2).contains(&lists),
+        "{lists} lists for 12 concurrent reads"
+    );
+}
+
+#[tokio::test]
+async fn every_read_is_fresh() {
+    let fake = Fake::start().await;
+    let os = cloud(&fake).await;
+    fake.add_volume(
+        "v1",
+        "creating",
+        vec![step("creating"), step("available"), step("in-use")],
+    );
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        seen.push(os.watcher.read("v1").await.unwrap().status);
+    }
+    assert_eq!(
+        seen,
+        [
+            VolumeStatus::Creating,
+            VolumeStatus::Available,
+            VolumeStatus::InUse
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_volume_unchanged_for_long_is_fetched_not_listed() {
+    let fake = Fake::start().await;
+    let os = cloud(&fake).await;
+    // Two volumes the watcher knows: one changed just now, one 11 minutes before it.
+    let now = chrono::Utc::now();
+    for (id, t) in [("new", now), ("old", now - TimeDelta::minutes(11))] {
+        let dto: VolumeDto = serde_json::from_value(serde_json::json!({
+            "id": id, "status": "available", "size": 1,
+            "updated_at": t.format("%Y-%m-%dT%H:%M:%S%.6f").to_string(),
+        }))
+        .unwrap();
+        os.watcher.note(&dto);
+        fake.add_volume(id, "available", vec![]);
+    }
+    let lists_before = fake.count("GET /cinder/v3/volumes/detail?");
+    let (a, b) = tokio::join!(os.watcher.read("new"), os.watcher.read("old"));
+    a.unwrap();
+    b.unwrap();
+    assert_eq!(fake.count("GET /cinder/v3/volumes/detail?"), lists_before);
+    assert_eq!(fake.count("GET /cinder/v3/volumes/old"), 1);
 }
