@@ -82,8 +82,22 @@ struct Entry {
     known: Option<Known>,
     interval: Duration,
     due: Instant,
+    /// Rounds started when a waiter or reader last registered.
+    asked_in: u64,
     /// The last observation and the number of the round that made it.
     tx: watch::Sender<(u64, Obs)>,
+}
+
+impl Entry {
+    /// After round number `round` ended at `now`.
+    fn reschedule(&mut self, round: u64, listed: bool, now: Instant) {
+        // Asked for while the round ran: its answer is still owed, when it was asked.
+        if self.asked_in >= round {
+            return;
+        }
+        self.interval = next_interval(self.interval, listed);
+        self.due = now + self.interval;
+    }
 }
 
 #[derive(Default)]
@@ -262,8 +276,7 @@ impl Inner {
                 }
             }
             for e in st.entries.values_mut() {
-                e.interval = next_interval(e.interval, listed);
-                e.due = now + e.interval;
+                e.reschedule(round, listed, now);
             }
         }
     }
@@ -432,14 +445,17 @@ impl Registration {
         let (rx, after, spawn) = {
             let mut st = inner.lock();
             let seeded = st.seen.get(id).cloned();
+            let rounds = st.rounds;
             let e = st.entries.entry(id.to_string()).or_insert_with(|| Entry {
                 waiters: 0,
                 known: seeded,
                 interval: POLL_FIRST,
                 due: now + first,
+                asked_in: 0,
                 tx: watch::channel((0, Obs::Pending)).0,
             });
             e.waiters += 1;
+            e.asked_in = rounds;
             // A new waiter wants an answer soon, even on a volume watched for a while.
             e.interval = POLL_FIRST;
             e.due = e.due.min(now + first);

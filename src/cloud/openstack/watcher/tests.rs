@@ -69,6 +69,27 @@ fn shared_rounds_come_at_least_twice_a_second() {
 }
 
 #[test]
+fn a_read_asked_for_during_a_round_keeps_its_time() {
+    let now = Instant::now();
+    let entry = |asked_in| Entry {
+        waiters: 1,
+        known: None,
+        interval: POLL_FIRST,
+        due: now,
+        asked_in,
+        tx: watch::channel((0, Obs::Pending)).0,
+    };
+    // Registered before round 3 took its batch: waits a grown interval for the next.
+    let mut before = entry(2);
+    before.reschedule(3, true, now);
+    assert_eq!(before.due, now + next_interval(POLL_FIRST, true));
+    // Registered while round 3 ran (it was not in its batch): still due at once.
+    let mut during = entry(3);
+    during.reschedule(3, true, now);
+    assert_eq!((during.due, during.interval), (now, POLL_FIRST));
+}
+
+#[test]
 fn conditions() {
     use VolumeStatus::*;
     let s = || "srv".to_string();
