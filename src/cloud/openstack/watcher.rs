@@ -1,5 +1,6 @@
-//! The shared volume status watcher: every `wait_volume` of a cloud goes through it, and one
-//! background round refreshes all waited-on volumes at once instead of each RPC polling its own.
+//! The shared volume status watcher: every `wait_volume` and `get_volume` of a cloud goes
+//! through it, and one background round refreshes all waited-on and read volumes at once
+//! instead of each RPC polling or fetching its own.
 //!
 //! How a round refreshes N volumes with one request: Cinder's non-admin volume filters
 //! (`resource_filters.json`: name, status, metadata, bootable, migration_status,
@@ -89,14 +90,32 @@ struct Entry {
 }
 
 impl Entry {
-    /// After round number `round` ended at `now`.
-    fn reschedule(&mut self, round: u64, listed: bool, now: Instant) {
+    /// After round number `round` ended at `now`; `progress`: it saw a volume move on.
+    fn reschedule(&mut self, round: u64, listed: bool, progress: bool, now: Instant) {
         // Asked for while the round ran: its answer is still owed, when it was asked.
         if self.asked_in >= round {
             return;
         }
-        self.interval = next_interval(self.interval, listed);
+        // Cinder finishes a burst of operations close together (one cinder-volume works
+        // through them): once some are done, look again soon for the rest.
+        self.interval = if progress {
+            POLL_FIRST
+        } else {
+            next_interval(self.interval, listed)
+        };
         self.due = now + self.interval;
+    }
+}
+
+/// Whether a volume moved on between two observations (a status or its attachments changed,
+/// or it is gone); a first observation is not a move.
+fn moved(before: &Obs, after: &Obs) -> bool {
+    match (before, after) {
+        (Obs::Seen(a), Obs::Seen(b)) => {
+            a.status != b.status || a.attachments.len() != b.attachments.len()
+        }
+        (Obs::Seen(_), Obs::Gone) => true,
+        _ => false,
     }
 }
 
@@ -195,9 +214,7 @@ impl Watcher {
             }
         }
     }
-}
 
-impl Watcher {
     /// The volume as Cinder shows it now: what a round that started after this call saw.
     /// Concurrent reads and waits share rounds, so a burst of N reads (a publish storm) costs
     /// one list instead of N GETs; a read alone is one GET, as without the watcher.
@@ -260,6 +277,7 @@ impl Inner {
             let (results, listed) = self.refresh(batch, time_filter_off).await;
             let now = Instant::now();
             let mut st = self.lock();
+            let mut progress = false;
             for (id, obs) in results {
                 let known = match &obs {
                     Obs::Seen(dto) => Known::of(dto),
@@ -272,11 +290,12 @@ impl Inner {
                     if known.is_some() {
                         e.known = known;
                     }
+                    progress |= moved(&e.tx.borrow().1, &obs);
                     e.tx.send_replace((round, obs));
                 }
             }
             for e in st.entries.values_mut() {
-                e.reschedule(round, listed, now);
+                e.reschedule(round, listed, progress, now);
             }
         }
     }

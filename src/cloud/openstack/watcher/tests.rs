@@ -81,12 +81,37 @@ fn a_read_asked_for_during_a_round_keeps_its_time() {
     };
     // Registered before round 3 took its batch: waits a grown interval for the next.
     let mut before = entry(2);
-    before.reschedule(3, true, now);
+    before.reschedule(3, true, false, now);
     assert_eq!(before.due, now + next_interval(POLL_FIRST, true));
     // Registered while round 3 ran (it was not in its batch): still due at once.
     let mut during = entry(3);
-    during.reschedule(3, true, now);
+    during.reschedule(3, true, false, now);
     assert_eq!((during.due, during.interval), (now, POLL_FIRST));
+    // A round that saw volumes move on brings the next one back to the first interval.
+    let mut grown = entry(1);
+    for _ in 0..5 {
+        grown.reschedule(3, true, false, now);
+    }
+    assert_eq!(grown.interval, POLL_MAX_SHARED);
+    grown.reschedule(3, true, true, now);
+    assert_eq!((grown.due, grown.interval), (now + POLL_FIRST, POLL_FIRST));
+}
+
+#[test]
+fn moving_on_is_a_status_or_attachment_change_or_going() {
+    let seen = |status: &str, attached: bool| {
+        let mut v = serde_json::json!({"id": "v", "status": status, "size": 1});
+        if attached {
+            v["attachments"] = serde_json::json!([{"server_id": "s"}]);
+        }
+        Obs::Seen(Arc::new(serde_json::from_value(v).unwrap()))
+    };
+    assert!(!moved(&Obs::Pending, &seen("creating", false)));
+    assert!(!moved(&seen("creating", false), &seen("creating", false)));
+    assert!(moved(&seen("creating", false), &seen("available", false)));
+    assert!(moved(&seen("in-use", false), &seen("in-use", true)));
+    assert!(moved(&seen("deleting", false), &Obs::Gone));
+    assert!(!moved(&Obs::Gone, &Obs::Gone));
 }
 
 #[test]
