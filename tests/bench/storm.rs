@@ -20,6 +20,7 @@
 //!
 //! `CINDER_CSI_OSTACK_ENV=<state>/env.sh cargo bench --bench storm -- [--other CMD]`
 //! (STORM_VOLUMES=50 by default); without the env file it prints "skipped" and exits 0.
+//! `STORM_LIST=500` runs the ListVolumes patterns with that many volumes instead (storm_list.rs).
 
 mod direct;
 #[path = "storm_list.rs"]

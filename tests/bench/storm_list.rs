@@ -32,8 +32,7 @@ impl Pattern {
     fn pct(&self, p: f64) -> f64 {
         let mut s = self.walls.clone();
         s.sort();
-        let i = ((s.len() as f64 * p).ceil() as usize).clamp(1, s.len().max(1)) - 1;
-        s.get(i).map_or(0.0, Duration::as_secs_f64)
+        super::run::percentile(&s, p)
     }
 }
 

@@ -41,17 +41,21 @@ impl Phase {
     }
 
     pub fn pct(&self, p: f64) -> f64 {
-        let s = &self.latencies;
-        if s.is_empty() {
-            return 0.0;
-        }
-        let i = ((s.len() as f64 * p).ceil() as usize).clamp(1, s.len()) - 1;
-        s[i].as_secs_f64()
+        percentile(&self.latencies, p)
     }
 
     pub fn requests(&self) -> u64 {
         self.seen.values().map(Seen::total).sum()
     }
+}
+
+/// Nearest-rank percentile `p` (0..=1) of sorted `samples`, in seconds; 0 when empty.
+pub fn percentile(samples: &[Duration], p: f64) -> f64 {
+    if samples.is_empty() {
+        return 0.0;
+    }
+    let i = ((samples.len() as f64 * p).ceil() as usize).clamp(1, samples.len()) - 1;
+    samples[i].as_secs_f64()
 }
 
 pub struct Outcome {

@@ -207,14 +207,10 @@ fn conditions() {
     }
 }
 
-/// Volumes known to the adapter (their change time seen) are refreshed with one list per
-/// round, however many RPCs wait.
-#[tokio::test]
-async fn many_waits_cost_one_list_per_round() {
-    let fake = Fake::start().await;
-    let os = cloud(&fake).await;
+/// `n` volumes created through the adapter (so their change times are known).
+async fn created(os: &OpenStack, n: usize) -> Vec<String> {
     let mut ids = Vec::new();
-    for _ in 0..12 {
+    for _ in 0..n {
         let v = os
             .create_volume(&crate::cloud::NewVolume {
                 name: "pvc".into(),
@@ -225,6 +221,16 @@ async fn many_waits_cost_one_list_per_round() {
             .unwrap();
         ids.push(v.id);
     }
+    ids
+}
+
+/// Volumes known to the adapter (their change time seen) are refreshed with one list per
+/// round, however many RPCs wait.
+#[tokio::test]
+async fn many_waits_cost_one_list_per_round() {
+    let fake = Fake::start().await;
+    let os = cloud(&fake).await;
+    let ids = created(&os, 12).await;
     // Each volume stays `creating` for two more reads, then becomes available.
     fake.with(|s| {
         for id in &ids {
@@ -561,18 +567,7 @@ async fn a_cancelled_wait_stops_the_polling() {
 async fn a_burst_of_reads_costs_one_list_not_a_get_each() {
     let fake = Fake::start().await;
     let os = cloud(&fake).await;
-    let mut ids = Vec::new();
-    for _ in 0..12 {
-        let v = os
-            .create_volume(&crate::cloud::NewVolume {
-                name: "pvc".into(),
-                size_gib: 1,
-                ..Default::default()
-            })
-            .await
-            .unwrap();
-        ids.push(v.id);
-    }
+    let ids = created(&os, 12).await;
     let gets_before = fake.count("GET /cinder/v3/volumes/vol-");
     let reads = ids.iter().map(|id| {
         let os = os.clone();
