@@ -16,6 +16,7 @@
 
 #[path = "../local_rig/mod.rs"]
 mod local_rig;
+mod proc_sample;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -24,6 +25,7 @@ use std::time::{Duration, Instant};
 use cinder_csi::csi::pb;
 use cinder_csi::ctl::Client;
 use local_rig::{mount_cap, Rig, NODE};
+use proc_sample::{sample, Sample};
 use tonic::Code;
 
 const FS: &str = "ext4";
@@ -42,6 +44,8 @@ struct Stats {
     codes: BTreeMap<(&'static str, String), u64>,
     /// rpc → latencies (µs)
     lat: BTreeMap<&'static str, Vec<u64>>,
+    /// The first messages of each unexpected (rpc, code): what to look for in the log.
+    messages: BTreeMap<(&'static str, String), Vec<String>>,
 }
 
 type Shared = Arc<Mutex<Stats>>;
@@ -54,6 +58,14 @@ fn record<T>(s: &Shared, rpc: &'static str, t: Instant, r: &Result<T, tonic::Sta
         Err(e) => format!("{:?}", e.code()),
     };
     let mut s = s.lock().unwrap();
+    if let Err(e) = r {
+        if e.code() != Code::Aborted {
+            let m = s.messages.entry((rpc, code.clone())).or_default();
+            if m.len() < 3 {
+                m.push(e.message().to_string());
+            }
+        }
+    }
     *s.codes.entry((rpc, code)).or_default() += 1;
     s.lat
         .entry(rpc)
@@ -336,23 +348,6 @@ fn create_req(name: &str) -> pb::CreateVolumeRequest {
     }
 }
 
-/// (RSS kB, peak RSS kB, threads, open fds) of `pid`.
-fn sample(pid: u32) -> (u64, u64, u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let field = |k: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(k))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
-    let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .unwrap()
-        .count() as u64;
-    (field("VmRSS:"), field("VmHWM:"), field("Threads:"), fds)
-}
-
 fn pct(v: &mut [u64], p: f64) -> u64 {
     v.sort_unstable();
     v[((v.len() as f64 - 1.0) * p).round() as usize]
@@ -372,7 +367,7 @@ fn main() {
         .build()
         .unwrap();
     let mut rig = Rig::new();
-    rt.block_on(async {
+    let bad = rt.block_on(async {
         let c = rig.start().await;
         let pid = rig.pid().unwrap();
         let ctx = Arc::new(Ctx {
@@ -394,8 +389,7 @@ fn main() {
                 .collect(),
         );
         let names: Names = Arc::new(Mutex::new(vec![None; slots]));
-        let first = sample(pid);
-        let samples = Arc::new(Mutex::new(vec![first]));
+        let samples = Arc::new(Mutex::new(vec![sample(pid)]));
         let start = Instant::now();
         let end = start + Duration::from_secs(secs);
         let sampler = {
@@ -443,7 +437,8 @@ fn main() {
             t.await.unwrap();
         }
         sampler.await.unwrap();
-        let last = sample(pid);
+        // The end figure is read before teardown, as the start one before the first RPC.
+        samples.lock().unwrap().push(sample(pid));
         let elapsed = start.elapsed();
         // Tear every slot down, then nothing may be left.
         for slot in table.iter() {
@@ -456,15 +451,8 @@ fn main() {
             }
         }
         let samples = samples.lock().unwrap().clone();
-        report(
-            &ctx.stats.lock().unwrap(),
-            &samples,
-            first,
-            last,
-            elapsed,
-            workers,
-            slots,
-        );
+        let stats = ctx.stats.lock().unwrap();
+        report(&stats, &samples, elapsed, workers, slots)
     });
     let mounts = rig.mounts();
     let loops = rig.loop_devices();
@@ -476,18 +464,30 @@ fn main() {
         files.len()
     );
     assert!(mounts.is_empty() && loops.is_empty() && files.is_empty());
-    assert!(rig.stop(), "driver did not exit cleanly:\n{}", rig.log());
+    let log = rig.log();
+    assert!(rig.stop(), "driver did not exit cleanly:\n{log}");
+    if !bad.is_empty() {
+        let warned: Vec<&str> = log
+            .lines()
+            // Aborted (the name's guard) and NotFound (a read racing a delete) are expected.
+            .filter(|l| l.contains("ERROR") || l.contains("WARN"))
+            .filter(|l| !l.contains("code=Aborted") && !l.contains("code=NotFound"))
+            .take(40)
+            .collect();
+        panic!(
+            "codes other than OK and Aborted: {bad:?}\n--- the driver's first warnings:\n{}",
+            warned.join("\n")
+        );
+    }
 }
 
 fn report(
     st: &Stats,
-    samples: &[(u64, u64, u64, u64)],
-    first: (u64, u64, u64, u64),
-    last: (u64, u64, u64, u64),
+    samples: &[Sample],
     elapsed: Duration,
     workers: u64,
     slots: usize,
-) {
+) -> Vec<String> {
     let total: u64 = st.codes.values().sum();
     println!(
         "\n### Soak: {workers} concurrent workers, {slots} volume slots, {} s, {total} RPCs \
@@ -522,29 +522,9 @@ fn report(
             pct(&mut l, 0.99) as f64 / 1000.0
         );
     }
-    let peak = |f: fn(&(u64, u64, u64, u64)) -> u64| samples.iter().map(f).max().unwrap_or(0);
-    println!(
-        "\n| driver | start | end | peak |\n|---|---|---|---|\n\
-         | RSS (MiB) | {:.1} | {:.1} | {:.1} (VmHWM) |\n\
-         | open fds | {} | {} | {} |\n| threads | {} | {} | {} |",
-        first.0 as f64 / 1024.0,
-        last.0 as f64 / 1024.0,
-        last.1 as f64 / 1024.0,
-        first.3,
-        last.3,
-        peak(|s| s.3),
-        first.2,
-        last.2,
-        peak(|s| s.2),
-    );
-    let rss: Vec<String> = samples
-        .iter()
-        .step_by((samples.len() / 12).max(1))
-        .map(|s| format!("{:.1}", s.0 as f64 / 1024.0))
-        .collect();
-    println!(
-        "\nRSS over the run (MiB, evenly spaced samples): {}",
-        rss.join(" ")
-    );
-    assert!(bad.is_empty(), "codes other than OK and Aborted: {bad:?}");
+    println!("\n{}", proc_sample::table(samples));
+    for ((rpc, code), m) in &st.messages {
+        println!("{rpc} {code}: {}", m.join(" | "));
+    }
+    bad
 }

@@ -20,16 +20,21 @@
 //!
 //! `CINDER_CSI_OSTACK_ENV=<state>/env.sh cargo bench --bench storm -- [--other CMD]`
 //! (STORM_VOLUMES=50 by default); without the env file it prints "skipped" and exits 0.
-//! `STORM_LIST=500` runs the ListVolumes patterns with that many volumes instead (storm_list.rs).
+//! `STORM_LIST=500` runs the ListVolumes patterns with that many volumes instead (storm_list.rs);
+//! `STORM_SOAK_SECS=1800` runs storm after storm through one cinder-csi for that long and
+//! reports what it holds over time instead (storm_soak.rs).
 
 mod direct;
 #[path = "storm_list.rs"]
 mod list;
 #[path = "../openstack_support/mod.rs"]
 mod openstack_support;
+mod proc_sample;
 mod proxy;
 #[path = "storm_run.rs"]
 mod run;
+#[path = "storm_soak.rs"]
+mod soak;
 
 use openstack_support::Cloud;
 use run::{Outcome, PHASES};
@@ -68,6 +73,10 @@ fn main() {
             let took = tokio::task::block_in_place(|| run::warm_up(&cloud));
             println!("warm-up before {who}: {:.1} s", took.as_secs_f64());
         };
+        if std::env::var_os("STORM_SOAK_SECS").is_some() {
+            soak::soak(&cloud, &relay, &ours_cmd, &conf).await;
+            std::process::exit(0);
+        }
         if let Some(n) = list_n {
             list_run(&cloud, &relay, &ours_cmd, other.as_deref(), &conf, n).await;
             std::process::exit(0);

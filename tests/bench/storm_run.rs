@@ -152,15 +152,13 @@ impl Launched {
         lines[lines.len().saturating_sub(40)..].join("\n")
     }
 
+    pub fn pid(&self) -> u32 {
+        self.driver.child.id()
+    }
+
     /// Peak resident set (VmHWM) in KiB, from /proc.
     pub fn peak_rss_kib(&self) -> u64 {
-        let pid = self.driver.child.id();
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .unwrap_or(0)
+        super::proc_sample::sample(self.pid()).hwm_kib
     }
 }
 
@@ -201,7 +199,8 @@ pub async fn storm(
     }
 }
 
-async fn phases_of(
+/// The four phases of one storm of `n` volumes named `storm-<run>-<i>`, through `client`.
+pub async fn phases_of(
     cloud: &Cloud,
     relay: &Relay,
     client: &ControllerClient<Channel>,
@@ -436,21 +435,28 @@ pub fn warm_up(cloud: &Cloud) -> Duration {
     t.elapsed()
 }
 
-/// Volumes of this run still in the cloud after a failure: detach and delete as admin.
-fn leftovers(cloud: &Cloud, run: &str) {
-    let Some(list) = cloud.api(
+/// Volumes of run `run` in the cloud (any project, as admin), as Cinder shows them; `None`
+/// when Cinder did not answer the list.
+pub fn remaining(cloud: &Cloud, run: &str) -> Option<Vec<serde_json::Value>> {
+    let list = cloud.api(
         true,
         "block-storage",
         "GET",
         "/volumes/detail?all_tenants=1",
-    ) else {
-        return;
-    };
+    )?;
     let prefix = format!("storm-{run}-");
-    for v in list["volumes"].as_array().cloned().unwrap_or_default() {
-        if !v["name"].as_str().unwrap_or_default().starts_with(&prefix) {
-            continue;
-        }
+    let volumes = list["volumes"].as_array().cloned().unwrap_or_default();
+    Some(
+        volumes
+            .into_iter()
+            .filter(|v| v["name"].as_str().unwrap_or_default().starts_with(&prefix))
+            .collect(),
+    )
+}
+
+/// Volumes of this run still in the cloud after a failure: detach and delete as admin.
+pub fn leftovers(cloud: &Cloud, run: &str) {
+    for v in remaining(cloud, run).unwrap_or_default() {
         let id = v["id"].as_str().unwrap_or_default().to_string();
         for a in v["attachments"].as_array().cloned().unwrap_or_default() {
             let server = a["server_id"].as_str().unwrap_or_default();

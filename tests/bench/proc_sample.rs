@@ -1,0 +1,62 @@
+//! What a driver process holds, read from /proc: the figures a soak watches for growth.
+
+/// One reading of a process.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sample {
+    /// Resident set (VmRSS), KiB.
+    pub rss_kib: u64,
+    /// Peak resident set so far (VmHWM), KiB.
+    pub hwm_kib: u64,
+    pub threads: u64,
+    pub fds: u64,
+}
+
+/// Read `pid` now; zeros for what cannot be read (the process gone).
+pub fn sample(pid: u32) -> Sample {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |k: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(k))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count() as u64);
+    Sample {
+        rss_kib: field("VmRSS:"),
+        hwm_kib: field("VmHWM:"),
+        threads: field("Threads:"),
+        fds,
+    }
+}
+
+/// The start / end / peak table of a run's samples, and RSS at about 12 evenly spaced points.
+pub fn table(samples: &[Sample]) -> String {
+    let (Some(first), Some(last)) = (samples.first(), samples.last()) else {
+        return "no samples".into();
+    };
+    let peak = |f: fn(&Sample) -> u64| samples.iter().map(f).max().unwrap_or(0);
+    let mib = |k: u64| k as f64 / 1024.0;
+    let rss: Vec<String> = samples
+        .iter()
+        .step_by((samples.len() / 12).max(1))
+        .map(|s| format!("{:.1}", mib(s.rss_kib)))
+        .collect();
+    format!(
+        "| driver | start | end | peak |\n|---|---|---|---|\n\
+         | RSS (MiB) | {:.1} | {:.1} | {:.1} (VmHWM) |\n\
+         | open fds | {} | {} | {} |\n| threads | {} | {} | {} |\n\n\
+         RSS over the run (MiB, evenly spaced samples): {}",
+        mib(first.rss_kib),
+        mib(last.rss_kib),
+        mib(peak(|s| s.hwm_kib)),
+        first.fds,
+        last.fds,
+        peak(|s| s.fds),
+        first.threads,
+        last.threads,
+        peak(|s| s.threads),
+        rss.join(" ")
+    )
+}
