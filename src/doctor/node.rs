@@ -15,15 +15,6 @@ use crate::host::linux::{mountinfo, tools};
 use crate::host::{Filesystems, FsKind};
 use crate::metadata::{self, MetadataOptions};
 
-/// The Debian package that ships a filesystem's tools.
-fn package(fs: FsKind) -> &'static str {
-    match fs {
-        FsKind::Ext2 | FsKind::Ext3 | FsKind::Ext4 => "e2fsprogs",
-        FsKind::Xfs => "xfsprogs",
-        FsKind::Btrfs => "btrfs-progs",
-    }
-}
-
 /// One line per filesystem: the tools to format, check and grow it. Missing tools of the
 /// default filesystem fail (every volume without an fsType needs them); others warn.
 pub fn tools(fs: &dyn Filesystems) -> Vec<Check> {
@@ -41,7 +32,7 @@ pub fn tools(fs: &dyn Filesystems) -> Vec<Check> {
             );
             let fix = format!(
                 "install {} in the plugin's image (the project's image has it){}",
-                package(kind),
+                kind.ops().package(),
                 if kind == DEFAULT_FS {
                     ""
                 } else {

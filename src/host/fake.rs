@@ -481,7 +481,8 @@ impl Filesystems for FakeHost {
     fn grow_online(&self, device: &Path, mount_point: &Path, fs: FsKind) -> HostResult<()> {
         let mut s = self.state();
         s.injected("grow_online", device)?;
-        if fs.is_ext() && s.deny_online_ext_grow {
+        // ext*, the filesystems that grow offline: online they need CAP_SYS_RESOURCE.
+        if fs.ops().grows_offline() && s.deny_online_ext_grow {
             return Err(HostError::NotPermitted {
                 op: "resize2fs (online grow)",
                 path: mount_point.to_path_buf(),

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use super::fs::FsKind;
+
 /// A device number (major:minor), as in `st_dev` / `st_rdev`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DevId {
@@ -45,44 +47,6 @@ pub enum PathState {
     Broken {
         errno: i32,
     },
-}
-
-/// Filesystems the driver can format, mount and grow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum FsKind {
-    Ext2,
-    Ext3,
-    Ext4,
-    Xfs,
-    Btrfs,
-}
-
-impl FsKind {
-    pub const ALL: [FsKind; 5] = [Self::Ext2, Self::Ext3, Self::Ext4, Self::Xfs, Self::Btrfs];
-
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.as_str() == s)
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Ext2 => "ext2",
-            Self::Ext3 => "ext3",
-            Self::Ext4 => "ext4",
-            Self::Xfs => "xfs",
-            Self::Btrfs => "btrfs",
-        }
-    }
-
-    pub fn is_ext(self) -> bool {
-        matches!(self, Self::Ext2 | Self::Ext3 | Self::Ext4)
-    }
-}
-
-impl fmt::Display for FsKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 /// What a probe found on a block device.

@@ -209,9 +209,26 @@ pub fn fs_type_of(fs_type: Option<&str>) -> Result<FsKind> {
         None => Ok(DEFAULT_FS),
         Some(s) => FsKind::parse(&s.to_ascii_lowercase()).ok_or_else(|| {
             Error::invalid(format!(
-                "fsType {s:?} is not supported; use ext4 (default), ext3, ext2, xfs or btrfs"
+                "fsType {s:?} is not supported; use {}",
+                supported_filesystems()
             ))
         }),
+    }
+}
+
+/// "ext4 (default), ext2, ext3, xfs or btrfs": the default first, then the others.
+fn supported_filesystems() -> String {
+    let others: Vec<&str> = FsKind::ALL
+        .into_iter()
+        .filter(|&k| k != DEFAULT_FS)
+        .map(FsKind::as_str)
+        .collect();
+    match others.split_last() {
+        Some((last, rest)) if !rest.is_empty() => {
+            format!("{DEFAULT_FS} (default), {} or {last}", rest.join(", "))
+        }
+        Some((last, _)) => format!("{DEFAULT_FS} (default) or {last}"),
+        None => format!("{DEFAULT_FS}"),
     }
 }
 
@@ -290,44 +307,36 @@ fn not_for(key: &str, fs: FsKind) -> Error {
     ))
 }
 
-/// mkfs options valid for `fs` (limits from mke2fs(8), mkfs.xfs(8), mkfs.btrfs(8)).
+/// mkfs options valid for `fs` (its limits come from its mkfs manual page).
 pub fn check_format(o: &FormatOptions, fs: FsKind) -> Result<()> {
+    let l = fs.ops().format_limits();
     let block = o.block_size.map(u64::from);
-    let inode = o.inode_size.map(u64::from);
-    match fs {
-        FsKind::Ext2 | FsKind::Ext3 | FsKind::Ext4 => {
-            if let Some(b) = block {
-                pow2_in(BLOCK_SIZE, b, 1024, 65536, fs)?;
-            }
-            if let Some(i) = inode {
-                pow2_in(INODE_SIZE, i, 128, block.unwrap_or(65536), fs)?;
-            }
-            if let Some(n) = o.bytes_per_inode {
-                if !(1024..=64 * 1024 * 1024).contains(&n) {
-                    return Err(Error::invalid(format!(
-                        "volume_context {BYTES_PER_INODE}={n} is invalid: use 1024 to 67108864"
-                    )));
-                }
-            }
+    if let Some(b) = block {
+        pow2_in(BLOCK_SIZE, b, l.block_size.0, l.block_size.1, fs)?;
+    }
+    if let Some(i) = o.inode_size.map(u64::from) {
+        let Some((lo, hi)) = l.inode_size else {
+            return Err(not_for(INODE_SIZE, fs));
+        };
+        let hi = if l.inode_within_block {
+            block.unwrap_or(hi)
+        } else {
+            hi
+        };
+        pow2_in(INODE_SIZE, i, lo, hi, fs)?;
+    }
+    if let Some(n) = o.bytes_per_inode {
+        let Some((lo, hi)) = l.bytes_per_inode else {
+            return Err(not_for(BYTES_PER_INODE, fs));
+        };
+        if !(lo..=hi).contains(&n) {
+            return Err(Error::invalid(format!(
+                "volume_context {BYTES_PER_INODE}={n} is invalid: use {lo} to {hi}"
+            )));
         }
-        FsKind::Xfs | FsKind::Btrfs => {
-            if let Some(b) = block {
-                let lo = if fs == FsKind::Xfs { 512 } else { 4096 };
-                pow2_in(BLOCK_SIZE, b, lo, 65536, fs)?;
-            }
-            if let Some(i) = inode {
-                if fs == FsKind::Btrfs {
-                    return Err(not_for(INODE_SIZE, fs));
-                }
-                pow2_in(INODE_SIZE, i, 256, 2048, fs)?;
-            }
-            if o.bytes_per_inode.is_some() {
-                return Err(not_for(BYTES_PER_INODE, fs));
-            }
-            if o.number_of_inodes.is_some() {
-                return Err(not_for(NUMBER_OF_INODES, fs));
-            }
-        }
+    }
+    if o.number_of_inodes.is_some() && !l.number_of_inodes {
+        return Err(not_for(NUMBER_OF_INODES, fs));
     }
     Ok(())
 }

@@ -111,7 +111,7 @@ fn stage_mount(
                     "device already holds a different filesystem; mounting it as it is, never reformatting"
                 );
             }
-            if p.context.resize_required && !p.read_only && kind.is_ext() {
+            if p.context.resize_required && !p.read_only && kind.ops().grows_offline() {
                 // ext* grows offline here: online grow needs CAP_SYS_RESOURCE.
                 let size = host.devices.size(device)?;
                 if size_bytes + GROW_THRESHOLD <= size {
@@ -162,7 +162,7 @@ fn stage_mount(
             std::io::Error::from_raw_os_error(errno)
         )));
     }
-    if p.context.resize_required && !p.read_only && !fs.is_ext() {
+    if p.context.resize_required && !p.read_only && !fs.ops().grows_offline() {
         // Undo the mount on failure: kubelet treats the error as final and forgets this
         // stage, so a mount left behind would never be unstaged. A retry starts clean.
         if let Err(e) = grow_mounted(host, device, staging) {

@@ -13,7 +13,7 @@ use rustix::mount::{MoveMountFlags, OpenTreeFlags};
 use super::beneath::{proc_fd, Beneath};
 use super::mountinfo;
 use crate::host::{
-    libc_errno, DevId, FileKind, FsKind, HostError, HostResult, MountSpec, PathInfo, PathState,
+    libc_errno, DevId, FileKind, HostError, HostResult, MountSpec, PathInfo, PathState,
 };
 
 /// Mode of directories the driver creates (staging and target dirs, block target parents).
@@ -123,39 +123,43 @@ pub fn parse_options(options: &[String]) -> (MsFlags, Vec<&str>) {
     (flags, data)
 }
 
-/// Filesystem options that keep a read-only mount from writing to the device. A plain
-/// MS_RDONLY mount still replays an ext3/ext4 journal, an xfs log or a btrfs log tree left
-/// by an unclean shutdown — writes to a disk that other nodes may have attached read-only
-/// too (MULTI_NODE_READER_ONLY), or that must stay as it is. ext2 has no journal.
-pub fn no_replay_options(fs: FsKind) -> &'static [&'static str] {
-    match fs {
-        FsKind::Ext2 => &[],
-        FsKind::Ext3 | FsKind::Ext4 => &["noload"],
-        FsKind::Xfs => &["norecovery"],
-        // `rescue=` since Linux 5.9; newer kernels refuse the old bare `nologreplay`.
-        FsKind::Btrfs => &["rescue=nologreplay"],
-    }
-}
-
-/// The flags and data `mount` passes to mount(2) for `spec`.
+/// The flags and data `mount` passes to mount(2) for `spec`. A plain MS_RDONLY mount still
+/// replays a journal or log left by an unclean shutdown (ext3/ext4, xfs, btrfs) — writes to
+/// a disk that other nodes may have attached read-only too (MULTI_NODE_READER_ONLY), or that
+/// must stay as it is: so a read-only mount gets the filesystem's options that replay none.
 pub fn mount_args(spec: &MountSpec) -> (MsFlags, Vec<&str>) {
     let (mut flags, mut data) = parse_options(&spec.options);
     if spec.read_only {
         flags.insert(MsFlags::MS_RDONLY);
     }
+    let ops = spec.fs.ops();
     if flags.contains(MsFlags::MS_RDONLY) {
-        for o in no_replay_options(spec.fs) {
+        for o in ops.no_replay_options() {
             if !data.contains(o) {
                 data.push(o);
             }
         }
     }
-    // Clones and snapshots of one xfs volume share its UUID; without nouuid the second
-    // mount on a node fails.
-    if spec.fs == FsKind::Xfs && !data.contains(&"nouuid") {
-        data.push("nouuid");
+    for o in ops.always_options() {
+        if !data.contains(o) {
+            data.push(o);
+        }
     }
     (flags, data)
+}
+
+/// `data` with each option the filesystem renamed given its old name, when there is one.
+fn old_names<'a>(spec: &MountSpec, data: &[&'a str]) -> Option<Vec<&'a str>> {
+    let renamed = spec.fs.ops().renamed_options();
+    let old = |o: &str| {
+        renamed
+            .iter()
+            .find(|(new, _)| *new == o)
+            .map(|(_, old)| *old)
+    };
+    data.iter()
+        .any(|o| old(o).is_some())
+        .then(|| data.iter().map(|&o| old(o).unwrap_or(o)).collect())
 }
 
 /// Mount onto `/proc/self/fd/N` of the target's descriptor: the kernel mounts on exactly the
@@ -175,20 +179,11 @@ pub fn mount(b: &Beneath, device: &Path, target: &Path, spec: &MountSpec) -> Hos
         )
     };
     match sys_mount(&data) {
-        // Kernels before 5.9 know only the bare `nologreplay`.
-        Err(Errno::EINVAL) if data.contains(&"rescue=nologreplay") => {
-            let old: Vec<&str> = data
-                .iter()
-                .map(|&o| {
-                    if o == "rescue=nologreplay" {
-                        "nologreplay"
-                    } else {
-                        o
-                    }
-                })
-                .collect();
-            sys_mount(&old)
-        }
+        // Older kernels know some options by their old names (btrfs `nologreplay`).
+        Err(Errno::EINVAL) => match old_names(spec, &data) {
+            Some(old) => sys_mount(&old),
+            None => Err(Errno::EINVAL),
+        },
         other => other,
     }
     .map_err(|e| {
@@ -416,6 +411,7 @@ pub fn remove(b: &Beneath, path: &Path) -> HostResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::FsKind;
 
     /// A tmpfs mounted on a fresh directory, detached when dropped (a failed test too).
     struct Tmpfs(tempfile::TempDir);
@@ -545,5 +541,16 @@ mod tests {
             mount_args(&spec(FsKind::Xfs, &["ro", "rw"], false)).1,
             ["nouuid"]
         );
+    }
+
+    #[test]
+    fn a_refused_option_is_retried_by_its_old_name_only_where_renamed() {
+        let s = spec(FsKind::Btrfs, &[], true);
+        let data = mount_args(&s).1;
+        assert_eq!(old_names(&s, &data), Some(vec!["nologreplay"]));
+        let s = spec(FsKind::Btrfs, &["compress=zstd"], false);
+        assert_eq!(old_names(&s, &mount_args(&s).1), None);
+        let s = spec(FsKind::Xfs, &[], true);
+        assert_eq!(old_names(&s, &mount_args(&s).1), None);
     }
 }

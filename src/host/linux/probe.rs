@@ -8,10 +8,12 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
+use crate::host::fs::bytes::{at, le32};
+use crate::host::fs::Signature;
 use crate::host::{Content, FsKind, HostError, HostResult};
 
-/// Bytes read from the start for signatures: covers MBR/GPT, LUKS, LVM2, swap, ext*, xfs,
-/// iso9660 and the btrfs superblock at 64 KiB.
+/// Bytes read from the start for signatures: covers MBR/GPT, LUKS, LVM2, swap, iso9660 and
+/// every filesystem's superblock (`host/fs`; btrfs's at 64 KiB is the farthest).
 pub const HEAD: usize = 128 * 1024;
 /// Bytes at each end that must be zero for a blank device (md 0.90/1.0, DDF and the backup
 /// GPT live at the end).
@@ -58,32 +60,6 @@ pub fn probe(device: &Path, size: u64) -> HostResult<Content> {
     Ok(Content::Blank)
 }
 
-fn at(buf: &[u8], off: usize, magic: &[u8]) -> bool {
-    buf.get(off..off + magic.len()) == Some(magic)
-}
-
-fn le32(buf: &[u8], off: usize) -> u64 {
-    buf.get(off..off + 4).map_or(0, |b| {
-        u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    })
-}
-
-fn le64(buf: &[u8], off: usize) -> u64 {
-    buf.get(off..off + 8)
-        .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
-}
-
-fn be32(buf: &[u8], off: usize) -> u64 {
-    buf.get(off..off + 4).map_or(0, |b| {
-        u64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-    })
-}
-
-fn be64(buf: &[u8], off: usize) -> u64 {
-    buf.get(off..off + 8)
-        .map_or(0, |b| u64::from_be_bytes(b.try_into().unwrap_or([0; 8])))
-}
-
 /// What the signatures in `head` say. All are looked for: one filesystem signature alone is
 /// that filesystem; a partition table, or more than one signature (a stale whole-disk
 /// superblock under a new partition table, say), is never mounted whole nor formatted.
@@ -108,20 +84,16 @@ fn describe(c: &Content) -> String {
 /// Every known signature in `head`.
 pub fn signatures(head: &[u8]) -> Vec<Content> {
     let mut found = Vec::new();
-    found.extend(ext(head));
-    if at(head, 0, b"XFSB") {
-        let size = be32(head, 4).saturating_mul(be64(head, 8));
-        found.push(Content::Filesystem {
-            kind: FsKind::Xfs,
-            size_bytes: size,
-        });
-    }
-    const BTRFS: usize = 64 * 1024;
-    if at(head, BTRFS + 0x40, b"_BHRfS_M") {
-        found.push(Content::Filesystem {
-            kind: FsKind::Btrfs,
-            size_bytes: le64(head, BTRFS + 0x70),
-        });
+    for kind in FsKind::ALL {
+        let c = match kind.ops().identify(head) {
+            Some(Signature::This { size_bytes }) => Content::Filesystem { kind, size_bytes },
+            Some(Signature::Other(sig)) => Content::Other(sig),
+            None => continue,
+        };
+        // One superblock can speak for several members of a family (an ext journal device).
+        if !found.contains(&c) {
+            found.push(c);
+        }
     }
     if at(head, 0, b"LUKS\xba\xbe") || at(head, 0, b"SKUL\xba\xbe") {
         found.push(Content::Other("crypto_LUKS"));
@@ -173,39 +145,6 @@ fn mbr_has_partitions(head: &[u8]) -> bool {
             && head.get(e + 4).is_some_and(|&t| t != 0)
             && le32(head, e + 8) != 0
             && le32(head, e + 12) != 0
-    })
-}
-
-fn ext(head: &[u8]) -> Option<Content> {
-    const SB: usize = 1024;
-    if !at(head, SB + 0x38, &[0x53, 0xef]) {
-        return None;
-    }
-    let compat = le32(head, SB + 0x5c);
-    let incompat = le32(head, SB + 0x60);
-    let ro_compat = le32(head, SB + 0x64);
-    const INCOMPAT_JOURNAL_DEV: u64 = 0x8;
-    if incompat & INCOMPAT_JOURNAL_DEV != 0 {
-        return Some(Content::Other("jbd"));
-    }
-    // ext3 knows FILETYPE, RECOVER and META_BG (incompat) and SPARSE_SUPER, LARGE_FILE,
-    // BTREE_DIR (ro_compat); anything else (extents, 64bit, flex_bg, huge_file…) is ext4.
-    let kind = if incompat & !0x16 != 0 || ro_compat & !0x7 != 0 {
-        FsKind::Ext4
-    } else if compat & 0x4 != 0 {
-        FsKind::Ext3
-    } else {
-        FsKind::Ext2
-    };
-    const INCOMPAT_64BIT: u64 = 0x80;
-    let mut blocks = le32(head, SB + 0x4);
-    if incompat & INCOMPAT_64BIT != 0 {
-        blocks |= le32(head, SB + 0x150) << 32;
-    }
-    let log = le32(head, SB + 0x18).min(16);
-    Some(Content::Filesystem {
-        kind,
-        size_bytes: blocks.saturating_mul(1024 << log),
     })
 }
 
@@ -322,6 +261,13 @@ mod tests {
         for off in [100, 600 << 10, 5 << 20, size - 10] {
             assert_eq!(img(Some(off)), Content::Unrecognised, "byte at {off}");
         }
+    }
+
+    #[test]
+    fn an_ext_journal_device_is_one_signature() {
+        let mut b = ext4_head();
+        b[1024 + 0x60] = 0x8; // journal_dev
+        assert_eq!(identify(&b), Some(Content::Other("jbd")));
     }
 
     #[test]

@@ -1,9 +1,11 @@
-//! Filesystem tools run as processes: mkfs.*, e2fsck/resize2fs, xfs_growfs, btrfs. (Only
-//! mounting must be syscalls; these tools do far more work than a spawn costs.)
+//! Filesystem tools run as processes: the mkfs, check and grow runs each filesystem's ops
+//! (`host/fs`) describe. (Only mounting must be syscalls; these tools do far more work than
+//! a spawn costs.)
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use crate::host::fs::Tool;
 use crate::host::{FormatOptions, FsKind, HostError, HostResult};
 
 /// Directories searched for tools besides $PATH (sbin is often missing from a container's PATH).
@@ -24,13 +26,7 @@ fn resolve(tool: &str) -> Option<std::path::PathBuf> {
 
 /// Tools each filesystem needs (format, check, grow).
 pub fn needed(fs: FsKind) -> &'static [&'static str] {
-    match fs {
-        FsKind::Ext2 => &["mkfs.ext2", "e2fsck", "resize2fs"],
-        FsKind::Ext3 => &["mkfs.ext3", "e2fsck", "resize2fs"],
-        FsKind::Ext4 => &["mkfs.ext4", "e2fsck", "resize2fs"],
-        FsKind::Xfs => &["mkfs.xfs", "xfs_growfs"],
-        FsKind::Btrfs => &["mkfs.btrfs", "btrfs"],
-    }
+    fs.ops().tools()
 }
 
 pub fn missing(fs: FsKind) -> Vec<String> {
@@ -78,142 +74,44 @@ fn command_error(tool: &str, args: &[String], out: Output) -> HostError {
     }
 }
 
-/// Run and require exit status 0.
-pub fn run_ok(tool: &str, args: &[String]) -> HostResult<()> {
-    let out = run(tool, args)?;
-    if out.status == Some(0) {
-        Ok(())
-    } else {
-        Err(command_error(tool, args, out))
+/// Run `t`, requiring one of its success statuses.
+fn run_tool(t: &Tool) -> HostResult<()> {
+    let out = run(t.program, &t.args)?;
+    match out.status {
+        Some(s) if t.ok.contains(&s) => Ok(()),
+        _ => Err(command_error(t.program, &t.args, out)),
     }
-}
-
-pub fn mkfs_args(device: &Path, fs: FsKind, o: &FormatOptions) -> (String, Vec<String>) {
-    let mut a: Vec<String> = Vec::new();
-    match fs {
-        FsKind::Ext2 | FsKind::Ext3 | FsKind::Ext4 => {
-            // No -F: it would push nonsense through (a block size the kernel cannot mount
-            // formats the device, then the mount fails); without it mke2fs asks, reads EOF
-            // from /dev/null and stops before writing. (Its existing-filesystem check runs
-            // only on a terminal, so our own probe is what guards data.) Lazy init keeps mkfs
-            // ~20 ms at 100 GiB even without zero-out offload (perf-limits.md §4). nodiscard:
-            // a blank volume has nothing to discard, and discarding all of it costs time in
-            // proportion to its size on many backends (lazy init does not rely on it).
-            a.extend(
-                [
-                    "-q",
-                    "-m0",
-                    "-E",
-                    "lazy_itable_init=1,lazy_journal_init=1,nodiscard",
-                ]
-                .map(String::from),
-            );
-            if let Some(b) = o.block_size {
-                a.extend(["-b".into(), b.to_string()]);
-            }
-            if let Some(i) = o.inode_size {
-                a.extend(["-I".into(), i.to_string()]);
-            }
-            if let Some(i) = o.bytes_per_inode {
-                a.extend(["-i".into(), i.to_string()]);
-            }
-            if let Some(n) = o.number_of_inodes {
-                a.extend(["-N".into(), n.to_string()]);
-            }
-        }
-        FsKind::Xfs => {
-            // No -f: mkfs.xfs refuses on its own if it sees a signature we missed. -K: no
-            // discard of a blank device (see ext above).
-            a.extend(["-q", "-K"].map(String::from));
-            if o.overwrite_interrupted {
-                a.push("-f".into());
-            }
-            if let Some(b) = o.block_size {
-                a.extend(["-b".into(), format!("size={b}")]);
-            }
-            if let Some(i) = o.inode_size {
-                a.extend(["-i".into(), format!("size={i}")]);
-            }
-        }
-        FsKind::Btrfs => {
-            // No -f, for the same reason; -K: no discard.
-            a.extend(["-q", "-K"].map(String::from));
-            if o.overwrite_interrupted {
-                a.push("-f".into());
-            }
-            if let Some(b) = o.block_size {
-                a.extend(["-s".into(), b.to_string()]);
-            }
-        }
-    }
-    a.push(device.display().to_string());
-    (format!("mkfs.{fs}"), a)
 }
 
 pub fn format(device: &Path, fs: FsKind, o: &FormatOptions) -> HostResult<()> {
-    let (tool, args) = mkfs_args(device, fs, o);
-    run_ok(&tool, &args)
+    run_tool(&fs.ops().mkfs(device, o))
 }
 
 /// A read-only check of the unmounted filesystem on `device`: exit 0 means whole and
 /// consistent (a format killed half-way is neither).
 pub fn is_consistent(device: &Path, fs: FsKind) -> HostResult<bool> {
-    let dev = device.display().to_string();
-    let (tool, args): (&str, Vec<String>) = match fs {
-        FsKind::Ext2 | FsKind::Ext3 | FsKind::Ext4 => {
-            ("e2fsck", vec!["-f".into(), "-n".into(), dev])
-        }
-        FsKind::Xfs => ("xfs_repair", vec!["-n".into(), dev]),
-        FsKind::Btrfs => ("btrfs", vec!["check".into(), "--readonly".into(), dev]),
-    };
-    Ok(run(tool, &args)?.status == Some(0))
+    let t = fs.ops().check(device);
+    Ok(run(t.program, &t.args)?.status == Some(0))
 }
 
-/// ext*: check then grow while unmounted (needs no CAP_SYS_RESOURCE, unlike online grow).
+/// Check then grow while unmounted, for the filesystems that grow so (ext*).
 pub fn grow_offline(device: &Path, fs: FsKind) -> HostResult<()> {
-    if !fs.is_ext() {
+    if !fs.ops().grows_offline() {
         return Err(HostError::Unsupported(format!(
             "{fs} grows online only; mount it first"
         )));
     }
-    let dev = device.display().to_string();
-    // resize2fs insists on a fresh check; -p repairs only what is safe without a human.
-    let args = vec!["-f".to_string(), "-p".to_string(), dev.clone()];
-    let out = run("e2fsck", &args)?;
-    // 0: clean, 1: errors corrected. Anything else needs an operator.
-    if !matches!(out.status, Some(0 | 1)) {
-        return Err(command_error("e2fsck", &args, out));
-    }
-    run_ok("resize2fs", &[dev])
+    fs.ops().grow_offline(device).iter().try_for_each(run_tool)
 }
 
 pub fn grow_online(device: &Path, mount_point: &Path, fs: FsKind) -> HostResult<()> {
-    let mp = mount_point.display().to_string();
-    match fs {
-        FsKind::Ext2 | FsKind::Ext3 | FsKind::Ext4 => {
-            let args = vec![device.display().to_string()];
-            let out = run("resize2fs", &args)?;
-            if out.status == Some(0) {
-                return Ok(());
-            }
-            if out.stderr.contains("Permission denied") || out.stderr.contains("not permitted") {
-                return Err(HostError::NotPermitted {
-                    op: "resize2fs (online grow)",
-                    path: mount_point.to_path_buf(),
-                    detail: format!(
-                        "the kernel refused to grow {fs} while mounted (EPERM): the node \
-                         plugin needs CAP_SYS_RESOURCE for that (run it privileged); \
-                         resize2fs said: {}",
-                        out.stderr
-                    ),
-                });
-            }
-            Err(command_error("resize2fs", &args, out))
-        }
-        FsKind::Xfs => run_ok("xfs_growfs", &["-d".into(), mp]),
-        FsKind::Btrfs => run_ok(
-            "btrfs",
-            &["filesystem".into(), "resize".into(), "max".into(), mp],
-        ),
+    let t = fs.ops().grow_online(device, mount_point);
+    let out = run(t.program, &t.args)?;
+    if out.status.is_some_and(|s| t.ok.contains(&s)) {
+        return Ok(());
+    }
+    match fs.ops().grow_refused(mount_point, &out.stderr) {
+        Some(e) => Err(e),
+        None => Err(command_error(t.program, &t.args, out)),
     }
 }
