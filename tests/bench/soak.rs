@@ -30,6 +30,8 @@ use tonic::Code;
 
 const FS: &str = "ext4";
 const SIZE: i64 = 256 << 20;
+/// Idle time after teardown before the last sample.
+const SETTLE: Duration = Duration::from_secs(15);
 
 fn env(key: &str, default: u64) -> u64 {
     std::env::var(key)
@@ -450,9 +452,21 @@ fn main() {
                 assert!(steps < 1000, "slot {} stuck at {:?}", s.index, s.step);
             }
         }
+        // Then idle: tokio's blocking threads exit after 10 s without work, so what the
+        // driver holds at rest is what the load left behind.
+        tokio::time::sleep(SETTLE).await;
+        let settled = sample(pid);
         let samples = samples.lock().unwrap().clone();
         let stats = ctx.stats.lock().unwrap();
-        report(&stats, &samples, elapsed, workers, slots)
+        let bad = report(&stats, &samples, elapsed, workers, slots);
+        println!(
+            "\nsettled, {} s after teardown: RSS {:.1} MiB, {} open fds, {} threads",
+            SETTLE.as_secs(),
+            settled.rss_kib as f64 / 1024.0,
+            settled.fds,
+            settled.threads
+        );
+        bad
     });
     let mounts = rig.mounts();
     let loops = rig.loop_devices();

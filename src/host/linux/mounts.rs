@@ -267,10 +267,6 @@ fn per_mount_flags(st: FsFlags) -> MsFlags {
         .fold(MsFlags::empty(), |acc, (_, ms)| acc | *ms)
 }
 
-/// umount2 of the topmost mount at `target`. Below the kubelet dir the last component is
-/// named relative to its parent's descriptor (`/proc/self/fd/N/name`) and not followed
-/// (`UMOUNT_NOFOLLOW`): a target that is, or has become, a symlink is never unmounted
-/// through. (A descriptor of the mount itself would hold it busy.)
 /// Tries of an unmount the kernel refuses as busy, and the pause between them. A mount can
 /// be held for a moment by what is not a user of it: a tool this process spawns for another
 /// volume holds copies of our descriptors until it execs, one of them perhaps the O_PATH
@@ -279,6 +275,10 @@ fn per_mount_flags(st: FsFlags) -> MsFlags {
 const BUSY_TRIES: u32 = 5;
 const BUSY_PAUSE: std::time::Duration = std::time::Duration::from_millis(20);
 
+/// umount2 of the topmost mount at `target`. Below the kubelet dir the last component is
+/// named relative to its parent's descriptor (`/proc/self/fd/N/name`) and not followed
+/// (`UMOUNT_NOFOLLOW`): a target that is, or has become, a symlink is never unmounted
+/// through. (A descriptor of the mount itself would hold it busy.)
 pub fn unmount(b: &Beneath, target: &Path, lazy: bool) -> HostResult<()> {
     let mut flags = MntFlags::UMOUNT_NOFOLLOW;
     if lazy {
