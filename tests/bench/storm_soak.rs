@@ -28,7 +28,7 @@ pub async fn soak(cloud: &Cloud, relay: &Relay, cmd: &[String], conf: &std::path
     let n = env("STORM_VOLUMES", 20) as usize;
     let began = run::now_and_load();
     let before = relay.take();
-    let attached = attachments(cloud);
+    let attached = attachments(cloud).expect("the server's attachments before the soak");
     let driver = match Launched::start("cinder-csi", cmd, conf).await {
         Ok(d) => d,
         Err((label, e)) => panic!("{label} did not start: {e}"),
@@ -65,8 +65,8 @@ pub async fn soak(cloud: &Cloud, relay: &Relay, cmd: &[String], conf: &std::path
                 left.len(),
                 left.iter().map(|v| v["id"].clone()).collect::<Vec<_>>()
             )),
-            (Ok(()), Some(_)) if now_attached != attached => Some(format!(
-                "storm {}: the server holds {now_attached} attachments, {attached} before",
+            (Ok(()), Some(_)) if now_attached != Some(attached) => Some(format!(
+                "storm {}: the server holds {now_attached:?} attachments, {attached} before",
                 storms.len() + 1
             )),
             _ => None,
@@ -107,8 +107,9 @@ fn env(key: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// Attachments of the storm's server, as Nova lists them.
-fn attachments(cloud: &Cloud) -> usize {
+/// Attachments of the storm's server, as Nova lists them; `None` when Nova's answer has no
+/// list (a leak check must not read that as zero).
+fn attachments(cloud: &Cloud) -> Option<usize> {
     let server = cloud.node(1, "ID");
     cloud
         .api(
@@ -118,7 +119,6 @@ fn attachments(cloud: &Cloud) -> usize {
             &format!("/servers/{server}/os-volume_attachments"),
         )
         .and_then(|v| v["volumeAttachments"].as_array().map(Vec::len))
-        .unwrap_or(0)
 }
 
 fn report(
