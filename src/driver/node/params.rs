@@ -7,6 +7,7 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::driver::types::{AccessMode, AccessType, VolumeCapability};
 use crate::driver::{Error, Result};
+use crate::host::fs::FormatLimits;
 use crate::host::options::{self, OptionKind};
 use crate::host::{FormatOptions, FsKind};
 
@@ -301,9 +302,16 @@ fn pow2_in(key: &str, v: u64, lo: u64, hi: u64, fs: FsKind) -> Result<()> {
     }
 }
 
-fn not_for(key: &str, fs: FsKind) -> Error {
+/// `key` refused for `fs`, naming the filesystems whose limits (`takes`) accept it.
+fn not_for(key: &str, fs: FsKind, takes: fn(&FormatLimits) -> bool) -> Error {
+    let some: Vec<&str> = FsKind::ALL
+        .into_iter()
+        .filter(|k| takes(&k.ops().format_limits()))
+        .map(FsKind::as_str)
+        .collect();
     Error::invalid(format!(
-        "volume_context {key} is not supported for {fs}; it applies to ext2/ext3/ext4 only"
+        "volume_context {key} is not supported for {fs}; it applies to {} only",
+        some.join("/")
     ))
 }
 
@@ -316,7 +324,7 @@ pub fn check_format(o: &FormatOptions, fs: FsKind) -> Result<()> {
     }
     if let Some(i) = o.inode_size.map(u64::from) {
         let Some((lo, hi)) = l.inode_size else {
-            return Err(not_for(INODE_SIZE, fs));
+            return Err(not_for(INODE_SIZE, fs, |l| l.inode_size.is_some()));
         };
         let hi = if l.inode_within_block {
             block.unwrap_or(hi)
@@ -327,7 +335,9 @@ pub fn check_format(o: &FormatOptions, fs: FsKind) -> Result<()> {
     }
     if let Some(n) = o.bytes_per_inode {
         let Some((lo, hi)) = l.bytes_per_inode else {
-            return Err(not_for(BYTES_PER_INODE, fs));
+            return Err(not_for(BYTES_PER_INODE, fs, |l| {
+                l.bytes_per_inode.is_some()
+            }));
         };
         if !(lo..=hi).contains(&n) {
             return Err(Error::invalid(format!(
@@ -336,7 +346,7 @@ pub fn check_format(o: &FormatOptions, fs: FsKind) -> Result<()> {
         }
     }
     if o.number_of_inodes.is_some() && !l.number_of_inodes {
-        return Err(not_for(NUMBER_OF_INODES, fs));
+        return Err(not_for(NUMBER_OF_INODES, fs, |l| l.number_of_inodes));
     }
     Ok(())
 }

@@ -13,7 +13,7 @@ use super::*;
 use crate::driver::types::{AccessMode, AccessType, CapacityRange, VolumeCapability};
 use crate::driver::{Error, Result};
 use crate::host::fake::FakeHost;
-use crate::host::{libc_errno, Content, FsKind, HostError};
+use crate::host::{libc_errno, Content, FormatOptions, FsKind, HostError};
 use crate::metadata::{InstanceMetadata, Metadata, MetadataError};
 
 pub(super) const KUBELET: &str = "/var/lib/kubelet";
@@ -803,4 +803,29 @@ async fn readiness_needs_the_default_fs_tools() {
         !not.transient && not.reason.contains("mkfs.ext4"),
         "{not:?}"
     );
+}
+
+#[test]
+fn a_format_option_refused_names_the_filesystems_that_take_it() {
+    let refused =
+        |o: FormatOptions, fs: FsKind| params::check_format(&o, fs).unwrap_err().to_string();
+    let inode = refused(
+        FormatOptions {
+            inode_size: Some(512),
+            ..Default::default()
+        },
+        FsKind::Btrfs,
+    );
+    assert!(
+        inode.contains("applies to ext2/ext3/ext4/xfs only"),
+        "{inode}"
+    );
+    let bpi = refused(
+        FormatOptions {
+            bytes_per_inode: Some(4096),
+            ..Default::default()
+        },
+        FsKind::Xfs,
+    );
+    assert!(bpi.contains("applies to ext2/ext3/ext4 only"), "{bpi}");
 }
