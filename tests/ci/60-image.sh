@@ -177,10 +177,13 @@ run "$image" /bin/cinder-csi-plugin --no-such-flag >/dev/null 2>&1 || rc=$?
 ((rc == 64)) || { echo "an unknown flag after /bin/cinder-csi-plugin exited $rc, not 64" >&2; exit 1; }
 echo "  /bin/cinder-csi-plugin as first argument and as entrypoint: ok"
 # The tools the node plugin spawns, read from the source so a new one is checked too.
+# Each filesystem's ops (src/host/fs) list their tools, in a `tools:` field or a `fn tools`
+# (a unit test there checks that every tool they spawn is listed); udevadm is spawned directly.
 mapfile -t tools < <({
-    sed -n '/^pub fn needed/,/^}/p' src/host/linux/tools.rs | grep -o '"[a-z0-9_.]*"'
-    grep -rhoE 'Command::new\("[a-z0-9_.]+"' src/host | grep -o '"[a-z0-9_.]*"'
-} | tr -d '"' | sort -u)
+    grep -rhoE 'tools: &\[[^]]*\]' src/host/fs
+    sed -n '/fn tools(/,/^    }/p' src/host/fs/*.rs
+    grep -rhoE 'Command::new\("[a-z0-9_.]+"' src/host
+} | grep -o '"[a-z0-9_.]*"' | tr -d '"' | sort -u)
 ((${#tools[@]} >= 8)) || { echo "found only ${#tools[@]} tools in src/host: ${tools[*]}" >&2; exit 1; }
 # Each must be found and execute (127/126 = missing or unloadable; usage errors are fine).
 # shellcheck disable=SC2016

@@ -104,4 +104,24 @@ mod tests {
             assert_eq!(t.args.last().map(String::as_str), Some("/dev/x"));
         }
     }
+
+    /// `tools()` is what readiness, doctor and the image check look for: a tool spawned but
+    /// not listed would be missing only when a volume needs it.
+    #[test]
+    fn every_tool_spawned_is_listed() {
+        let (dev, mp) = (std::path::Path::new("/dev/x"), std::path::Path::new("/m"));
+        for kind in FsKind::ALL {
+            let f = kind.ops();
+            let mut spawned = vec![f.mkfs(dev, &Default::default()), f.check(dev)];
+            spawned.push(f.grow_online(dev, mp));
+            spawned.extend(f.grow_offline(dev));
+            for t in spawned {
+                assert!(
+                    f.tools().contains(&t.program),
+                    "{kind}: {} not in tools()",
+                    t.program
+                );
+            }
+        }
+    }
 }

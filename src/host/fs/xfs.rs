@@ -24,7 +24,7 @@ impl FilesystemOps for Xfs {
     }
 
     fn tools(&self) -> &'static [&'static str] {
-        &["mkfs.xfs", "xfs_growfs"]
+        &["mkfs.xfs", "xfs_repair", "xfs_growfs"]
     }
 
     fn package(&self) -> &'static str {
