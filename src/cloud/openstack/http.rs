@@ -15,7 +15,7 @@ use super::metrics::{ApiMetrics, Op};
 use super::options::{redact_userinfo, OpenStackOptions, ProxyOptions, TlsOptions};
 
 mod limit;
-pub use limit::{EndpointLimits, DEFAULT_PER_ENDPOINT};
+pub use limit::{EndpointLimits, Turn, DEFAULT_PER_ENDPOINT};
 
 /// Pooled connections idle longer than this are closed: below common server keep-alive
 /// timeouts (gunicorn 2 s, uWSGI 4 s, Apache 5 s), so an idle connection of ours neither holds
@@ -179,7 +179,7 @@ impl Http {
             .map_err(|e| ApiError::bad_answer(op.name(), format!("building the request: {e}")))?;
         // Held until the answer is read, and across the one resend below: a retry takes no
         // second slot, so retries never pile up on an endpoint that is already busy.
-        let _slot = self.limits.acquire(req.url()).await;
+        let _slot = self.limits.acquire(req.url(), Turn::of(req.method())).await;
         // A server may close an idle keep-alive connection just as we reuse it ("connection
         // closed before message completed"). Like Go's transport (upstream's), resend once
         // when that happens to a request that is safe to repeat (GET, HEAD).
