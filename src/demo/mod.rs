@@ -3,9 +3,11 @@
 //! in a fresh work directory, drives it like kubelet and the sidecars do, tears everything down
 //! and proves nothing was left behind (no mount, no loop device, no file).
 
+mod attach;
 mod cleanup;
 mod driver;
 mod observe;
+mod provision;
 mod report;
 mod scenario;
 mod state;

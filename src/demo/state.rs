@@ -1,9 +1,11 @@
-//! What the demo's steps share: the scenario's state, what teardown must undo, a published
-//! volume, and how a failed RPC or blocking call becomes a step error.
+//! What the demo's steps share: the scenario's state (with how it shows a path and the
+//! capability it asks for), what teardown must undo, a published volume, and how a failed RPC
+//! or blocking call becomes a step error.
 
 use std::path::PathBuf;
 
 use super::report::StepError;
+use crate::csi::pb;
 use crate::ctl::Client;
 
 pub(super) const FILE_NAME: &str = "hello.txt";
@@ -39,6 +41,36 @@ pub(super) fn status(rpc: &str, s: tonic::Status) -> StepError {
 
 pub(super) fn short(id: &str) -> &str {
     &id[..id.len().min(8)]
+}
+
+impl Scenario<'_> {
+    /// A path relative to the work directory, with volume ids shortened.
+    pub(super) fn show(&self, p: &std::path::Path) -> String {
+        let mut s = p
+            .strip_prefix(&self.workdir)
+            .unwrap_or(p)
+            .display()
+            .to_string();
+        for id in &self.ids {
+            s = s.replace(id.as_str(), &format!("{}…", short(id)));
+        }
+        s
+    }
+
+    /// The capability every demo RPC asks for: a mount of the chosen filesystem, one writer.
+    pub(super) fn capability(&self) -> pb::VolumeCapability {
+        use pb::volume_capability::{access_mode::Mode, AccessMode, AccessType, MountVolume};
+        pb::VolumeCapability {
+            access_type: Some(AccessType::Mount(MountVolume {
+                fs_type: self.fs_type.clone(),
+                mount_flags: vec![],
+                volume_mount_group: String::new(),
+            })),
+            access_mode: Some(AccessMode {
+                mode: Mode::SingleNodeWriter as i32,
+            }),
+        }
+    }
 }
 
 /// A volume as kubelet holds it after publish.

@@ -54,6 +54,8 @@ pub struct Module {
     pub item_macros: Vec<String>,
     /// macro_rules name → the items its body defines (`ops!` defines `enum Op`).
     pub macro_made: BTreeMap<String, Vec<(String, Ns, &'static str)>>,
+    /// Declared `#[cfg(test)]`, or inside such a module: never in a release build.
+    pub test_only: bool,
 }
 
 pub struct Tree {
@@ -144,6 +146,7 @@ impl Tree {
         let file = self.mods[parent].file.clone();
         let child = self.new_module(&file, Some(parent));
         self.mods[parent].children.insert(n.clone(), child);
+        self.mods[child].test_only = self.mods[parent].test_only || cfg_test(m);
         let path_attr = path_attr(m);
         if let Some((_, items)) = &m.content {
             // Items of an inline module belong to this file; its `mod`s look one level down.
@@ -179,6 +182,13 @@ impl Tree {
         self.mods[child].file = target.clone();
         self.load(sources, &target, child, &child_dir)
     }
+}
+
+/// `#[cfg(test)]` exactly: `cfg(any(test, feature = ..))` builds outside tests too.
+fn cfg_test(m: &ItemMod) -> bool {
+    m.attrs.iter().any(|a| {
+        a.path().is_ident("cfg") && a.parse_args::<syn::Ident>().is_ok_and(|i| i == "test")
+    })
 }
 
 fn path_attr(m: &ItemMod) -> Option<String> {

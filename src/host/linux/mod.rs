@@ -3,8 +3,10 @@
 
 pub mod beneath;
 pub mod devices;
+pub mod mount_options;
 pub mod mountinfo;
 pub mod mounts;
+pub mod paths;
 pub mod probe;
 pub mod tools;
 
@@ -48,7 +50,7 @@ impl LinuxHost {
 
 impl Mounter for LinuxHost {
     fn inspect(&self, path: &Path) -> HostResult<PathState> {
-        mounts::inspect(&self.beneath, path)
+        paths::inspect(&self.beneath, path)
     }
     fn mount(&self, device: &Path, target: &Path, spec: &MountSpec) -> HostResult<()> {
         mounts::mount(&self.beneath, device, target, spec)
@@ -69,13 +71,13 @@ impl Mounter for LinuxHost {
         mounts::read_only_after_errors(path)
     }
     fn create_dir(&self, path: &Path) -> HostResult<()> {
-        mounts::create_dir(&self.beneath, path)
+        paths::create_dir(&self.beneath, path)
     }
     fn create_file(&self, path: &Path) -> HostResult<()> {
-        mounts::create_file(&self.beneath, path)
+        paths::create_file(&self.beneath, path)
     }
     fn remove(&self, path: &Path) -> HostResult<()> {
-        mounts::remove(&self.beneath, path)
+        paths::remove(&self.beneath, path)
     }
 }
 

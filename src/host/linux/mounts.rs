@@ -1,165 +1,23 @@
-//! Mounts with mount(2)/umount2(2) and path-local checks with one statx each; never a
-//! process, and /proc/self/mountinfo only where the mounted source must be known.
+//! Mounts with mount(2)/umount2(2), and what is mounted where; never a process, and
+//! /proc/self/mountinfo only where the mounted source must be known. Path checks are in
+//! `paths`, the option handling in `mount_options`.
 
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
 use nix::mount::{MntFlags, MsFlags};
 use nix::sys::statvfs::FsFlags;
-use rustix::fs::{AtFlags, Mode, OFlags, StatxAttributes, StatxFlags, CWD};
-use rustix::io::Errno as RErrno;
+use rustix::fs::OFlags;
 use rustix::mount::{MoveMountFlags, OpenTreeFlags};
 
 use super::beneath::{proc_fd, Beneath};
+use super::mount_options::{mount_args, old_names, parse_options};
 use super::mountinfo;
-use crate::host::{
-    libc_errno, DevId, FileKind, HostError, HostResult, MountSpec, PathInfo, PathState,
-};
-
-/// Mode of directories the driver creates (staging and target dirs, block target parents).
-const DIR_MODE: u32 = 0o750;
+use super::paths::inspect;
+use crate::host::{DevId, HostError, HostResult, MountSpec, PathState};
 
 fn nix_err(op: &'static str, path: &Path, e: Errno) -> HostError {
     HostError::io(op, path, std::io::Error::from_raw_os_error(e as i32))
-}
-
-/// One statx of `path`, not following a final symlink; below the kubelet dir, of the
-/// descriptor `openat2` gave (a symlink anywhere there is [`HostError::UnsafePath`]).
-pub fn inspect(b: &Beneath, path: &Path) -> HostResult<PathState> {
-    let want = StatxFlags::TYPE | StatxFlags::INO;
-    let res = match b.relative(path) {
-        None => rustix::fs::statx(CWD, path, AtFlags::SYMLINK_NOFOLLOW, want),
-        Some(_) => b
-            .open_raw(path, OFlags::PATH)
-            .and_then(|fd| rustix::fs::statx(&fd, "", AtFlags::EMPTY_PATH, want)),
-    };
-    match res {
-        Ok(st) => {
-            let kind = match u32::from(st.stx_mode) & 0o170000 {
-                0o040000 => FileKind::Dir,
-                0o100000 => FileKind::File,
-                0o060000 => FileKind::Block,
-                _ => FileKind::Other,
-            };
-            let mount_root = if st.stx_attributes_mask.contains(StatxAttributes::MOUNT_ROOT) {
-                st.stx_attributes.contains(StatxAttributes::MOUNT_ROOT)
-            } else {
-                // Kernels before 5.8: compare with the parent's device (misses same-fs binds).
-                parent_dev_differs(path, st.stx_dev_major, st.stx_dev_minor)
-            };
-            Ok(PathState::Present(PathInfo {
-                kind,
-                mount_root,
-                dev: DevId {
-                    major: st.stx_dev_major,
-                    minor: st.stx_dev_minor,
-                },
-                rdev: DevId {
-                    major: st.stx_rdev_major,
-                    minor: st.stx_rdev_minor,
-                },
-                ino: st.stx_ino,
-            }))
-        }
-        Err(e) => {
-            let errno = e.raw_os_error();
-            match errno {
-                libc_errno::ENOENT => Ok(PathState::Missing),
-                libc_errno::EIO | libc_errno::ENOTCONN | libc_errno::ESTALE => {
-                    Ok(PathState::Broken { errno })
-                }
-                _ => Err(b.error("statx", path, e)),
-            }
-        }
-    }
-}
-
-fn parent_dev_differs(path: &Path, major: u32, minor: u32) -> bool {
-    let Some(parent) = path.parent() else {
-        return true;
-    };
-    match rustix::fs::statx(CWD, parent, AtFlags::empty(), StatxFlags::TYPE) {
-        Ok(p) => p.stx_dev_major != major || p.stx_dev_minor != minor,
-        Err(_) => false,
-    }
-}
-
-pub use crate::host::options::userspace_only;
-
-/// Split capability mount options into MS_* flags and filesystem data.
-pub fn parse_options(options: &[String]) -> (MsFlags, Vec<&str>) {
-    let mut flags = MsFlags::empty();
-    let mut data = Vec::new();
-    for opt in options.iter().flat_map(|o| o.split(',')) {
-        let opt = opt.trim();
-        if userspace_only(opt) {
-            continue;
-        }
-        let (set, clear) = match opt {
-            "" | "async" | "suid" | "dev" | "exec" | "atime" | "diratime" | "nostrictatime"
-            | "nolazytime" => (MsFlags::empty(), MsFlags::empty()),
-            "rw" => (MsFlags::empty(), MsFlags::MS_RDONLY),
-            "ro" => (MsFlags::MS_RDONLY, MsFlags::empty()),
-            "nosuid" => (MsFlags::MS_NOSUID, MsFlags::empty()),
-            "nodev" => (MsFlags::MS_NODEV, MsFlags::empty()),
-            "noexec" => (MsFlags::MS_NOEXEC, MsFlags::empty()),
-            "sync" => (MsFlags::MS_SYNCHRONOUS, MsFlags::empty()),
-            "dirsync" => (MsFlags::MS_DIRSYNC, MsFlags::empty()),
-            "noatime" => (MsFlags::MS_NOATIME, MsFlags::empty()),
-            "nodiratime" => (MsFlags::MS_NODIRATIME, MsFlags::empty()),
-            "relatime" => (MsFlags::MS_RELATIME, MsFlags::empty()),
-            "norelatime" => (MsFlags::empty(), MsFlags::MS_RELATIME),
-            "strictatime" => (MsFlags::MS_STRICTATIME, MsFlags::empty()),
-            "lazytime" => (MsFlags::MS_LAZYTIME, MsFlags::empty()),
-            "silent" => (MsFlags::MS_SILENT, MsFlags::empty()),
-            other => {
-                data.push(other);
-                continue;
-            }
-        };
-        flags.insert(set);
-        flags.remove(clear);
-    }
-    (flags, data)
-}
-
-/// The flags and data `mount` passes to mount(2) for `spec`. A plain MS_RDONLY mount still
-/// replays a journal or log left by an unclean shutdown (ext3/ext4, xfs, btrfs) — writes to
-/// a disk that other nodes may have attached read-only too (MULTI_NODE_READER_ONLY), or that
-/// must stay as it is: so a read-only mount gets the filesystem's options that replay none.
-pub fn mount_args(spec: &MountSpec) -> (MsFlags, Vec<&str>) {
-    let (mut flags, mut data) = parse_options(&spec.options);
-    if spec.read_only {
-        flags.insert(MsFlags::MS_RDONLY);
-    }
-    let ops = spec.fs.ops();
-    if flags.contains(MsFlags::MS_RDONLY) {
-        for o in ops.no_replay_options() {
-            if !data.contains(o) {
-                data.push(o);
-            }
-        }
-    }
-    for o in ops.always_options() {
-        if !data.contains(o) {
-            data.push(o);
-        }
-    }
-    (flags, data)
-}
-
-/// `data` with each option the filesystem renamed given its old name, when there is one.
-fn old_names<'a>(spec: &MountSpec, data: &[&'a str]) -> Option<Vec<&'a str>> {
-    let renamed = spec.fs.ops().renamed_options();
-    let old = |o: &str| {
-        renamed
-            .iter()
-            .find(|(new, _)| *new == o)
-            .map(|(_, old)| *old)
-    };
-    data.iter()
-        .any(|o| old(o).is_some())
-        .then(|| data.iter().map(|&o| old(o).unwrap_or(o)).collect())
 }
 
 /// Mount onto `/proc/self/fd/N` of the target's descriptor: the kernel mounts on exactly the
@@ -351,61 +209,6 @@ pub fn read_only_after_errors(path: &Path) -> HostResult<bool> {
 fn stopped_after_errors(mount_options: &str, super_options: &str) -> bool {
     let has = |opts: &str, o: &str| opts.split(',').any(|x| x == o);
     has(mount_options, "rw") && (has(super_options, "ro") || has(super_options, "emergency_ro"))
-}
-
-pub fn create_dir(b: &Beneath, path: &Path) -> HostResult<()> {
-    b.create_dirs(path, DIR_MODE).map(drop)
-}
-
-/// Create an empty file (parents first), never through a symlink (`O_NOFOLLOW` on the last
-/// component, the parents made beneath the kubelet dir).
-pub fn create_file(b: &Beneath, path: &Path) -> HostResult<()> {
-    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-        return Err(HostError::UnsafePath {
-            path: path.to_path_buf(),
-            reason: "it names no file".into(),
-        });
-    };
-    let dir = b.create_dirs(parent, DIR_MODE)?;
-    rustix::fs::openat(
-        &dir,
-        name,
-        OFlags::CREATE | OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::from_raw_mode(0o640),
-    )
-    .map(drop)
-    .map_err(|e| b.error("create", path, e))
-}
-
-/// Remove a file or an empty directory, relative to its parent's descriptor and never
-/// following the last component: a symlink there is refused, not removed or followed.
-pub fn remove(b: &Beneath, path: &Path) -> HostResult<()> {
-    let (dir, name) = match b.parent(path) {
-        Ok(p) => p,
-        Err(HostError::NotFound { .. }) => return Ok(()),
-        Err(e) => return Err(e),
-    };
-    let st = match rustix::fs::statx(&dir, name, AtFlags::SYMLINK_NOFOLLOW, StatxFlags::TYPE) {
-        Ok(st) => st,
-        Err(RErrno::NOENT) => return Ok(()),
-        Err(e) => return Err(b.error("stat", path, e)),
-    };
-    let (op, flags) = match u32::from(st.stx_mode) & 0o170000 {
-        0o120000 if b.relative(path).is_some() => {
-            return Err(HostError::UnsafePath {
-                path: path.to_path_buf(),
-                reason: "it is a symlink; nothing was removed".into(),
-            })
-        }
-        // rmdir, never a recursive delete: a directory with anything mounted below it is
-        // not empty, so it cannot be removed by accident.
-        0o040000 => ("rmdir", AtFlags::REMOVEDIR),
-        _ => ("unlink", AtFlags::empty()),
-    };
-    match rustix::fs::unlinkat(&dir, name, flags) {
-        Ok(()) | Err(RErrno::NOENT) => Ok(()),
-        Err(e) => Err(b.error(op, path, e)),
-    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,12 @@
-use super::*;
+use std::io;
+
+use bytes::BytesMut;
 use tokio::io::AsyncReadExt;
+
+use super::frames::{
+    put_head, CONTINUATION, END_HEADERS, END_STREAM, HEADERS, OUT_FRAME, PADDED, PREFACE, PRIORITY,
+};
+use super::AuthorityFix;
 
 /// A frame: 9-byte head + payload.
 fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
