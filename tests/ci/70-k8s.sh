@@ -26,10 +26,10 @@ fi
 # The components and sidecars are built from source once and cached outside the checkout
 # (tests/peers). From an empty Go cache that takes 40+ min of both cores; in a whole run
 # tests/k8s/prebuild has been building them in the background since the run began. What is
-# left of the run's bound, less the ~20 min the stage needs with every peer cached, is how long
+# left of the run's bound, less the ~15 min the stage needs with every peer cached, is how long
 # it may still take; if it is not done by then the stage says so and does not start, instead of
 # timing the whole run out.
-need=$((20 * 60))
+need=$((15 * 60))
 if [[ -n ${CINDER_CSI_RUN_DEADLINE:-} ]]; then
     left=$((CINDER_CSI_RUN_DEADLINE - $(date +%s)))
     if ! tests/k8s/prebuild wait $((left > need ? left - need : 0)); then

@@ -24,7 +24,7 @@ declare -A SIDECAR_KEY=(
     [csi-snapshotter]=snapshotter [csi-node-driver-registrar]=nodeDriverRegistrar
     [livenessprobe]=livenessProbe
 )
-SNAPSHOT_CONTROLLER_IMAGE=registry.k8s.io/sig-storage/snapshot-controller:v8.4.0
+SNAPSHOT_CONTROLLER_IMAGE=registry.k8s.io/sig-storage/snapshot-controller:$("$repo/tests/peers/build" --version snapshot-controller)
 
 # The image a sidecar has in charts/cinder-csi/values.yaml.
 chart_image() {
@@ -183,10 +183,16 @@ driver_image_archive() {
 
 # Builds (or finds) every image and prints one archive path a line.
 images_build() {
-    local peers=$repo/tests/peers/build n bin ctx root tag
+    local peers=$repo/tests/peers/build n bin ctx root tag v
     for n in "${!SIDECAR_KEY[@]}"; do
+        tag=$(chart_image "${SIDECAR_KEY[$n]}")
+        # The image must hold the version its tag names: the chart and the peer move together
+        # (our stand-ins, keyed by their content, have no release version to compare).
+        v=$("$peers" --version "$n")
+        [[ $v == local-* || ${tag##*:} == "$v" ]] ||
+            die "charts/cinder-csi/values.yaml pins $tag but tests/peers builds $n $v"
         bin=$("$peers" "$n")
-        scratch_image "$(chart_image "${SIDECAR_KEY[$n]}")" "$bin" "/$n"
+        scratch_image "$tag" "$bin" "/$n"
     done
     scratch_image "$SNAPSHOT_CONTROLLER_IMAGE" "$("$peers" snapshot-controller)" /snapshot-controller
     # pause: Kubernetes' build/pause/linux/pause.c, compiled static.
