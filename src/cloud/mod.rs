@@ -4,6 +4,7 @@
 
 mod error;
 pub mod openstack;
+mod poll;
 mod types;
 
 #[cfg(any(test, feature = "test-support"))]

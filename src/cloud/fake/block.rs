@@ -1,49 +1,36 @@
 //! `BlockStorage` on the fake: Cinder's rules for volumes, snapshots and backups.
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 use tokio::time::Instant;
 
 use super::state::State;
 use super::{FakeCloud, Op, FAKE_POLL_INTERVAL};
+use crate::cloud::poll::{poll, Look, Pace};
 use crate::cloud::{
     Backup, BackupFilter, BackupStatus, BackupWait, BlockStorage, Capacity, CloudError,
     CloudResult, MigrationPolicy, NewBackup, NewSnapshot, NewVolume, Page, PageRequest, Resource,
-    Snapshot, SnapshotFilter, SnapshotStatus, SnapshotWait, Volume, VolumeFilter, VolumeStatus,
-    VolumeType, VolumeWait,
+    Snapshot, SnapshotFilter, SnapshotStatus, SnapshotWait, Volume, VolumeFilter, VolumeType,
+    VolumeWait,
 };
 
-/// One step of a wait: finished (with the result) or still waiting (with the last status).
-pub(super) enum Step<T> {
-    Done(CloudResult<T>),
-    Waiting(String),
-}
-
 impl FakeCloud {
-    /// Poll `step` until it finishes or `deadline` passes (then `WaitTimeout`).
+    /// Look with `look` at the fake's pace until it is done, fails, or `deadline` passes.
     pub(super) async fn wait_until<T>(
         &self,
         resource: Resource,
         id: &str,
         wanted: String,
         deadline: Instant,
-        mut step: impl FnMut(&mut State) -> Step<T>,
+        mut look: impl FnMut(&mut State) -> CloudResult<Look<T>>,
     ) -> CloudResult<T> {
-        loop {
-            let last_status = match step(&mut self.lock()) {
-                Step::Done(r) => return r,
-                Step::Waiting(last) => last,
-            };
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(CloudError::WaitTimeout {
-                    resource,
-                    id: id.to_string(),
-                    wanted,
-                    last_status,
-                });
-            }
-            tokio::time::sleep(FAKE_POLL_INTERVAL.min(deadline - now)).await;
-        }
+        let pace = Pace::every(FAKE_POLL_INTERVAL);
+        poll(resource, id, wanted, deadline, pace, || {
+            let r = look(&mut self.lock());
+            async move { r }
+        })
+        .await
     }
 }
 
@@ -53,47 +40,19 @@ pub(super) fn find_type<'a>(s: &'a State, name_or_id: &str) -> Option<&'a Volume
         .or_else(|| s.types.values().find(|t| t.name == name_or_id))
 }
 
-fn volume_wait_step(s: &mut State, id: &str, until: &VolumeWait) -> Step<Volume> {
+fn volume_look(
+    s: &mut State,
+    id: &str,
+    until: &VolumeWait,
+    waited: Duration,
+) -> CloudResult<Look<Volume>> {
     let Some(v) = s.observe_volume(id) else {
-        return Step::Done(Err(CloudError::not_found(Resource::Volume, id)));
+        return Err(CloudError::not_found(Resource::Volume, id));
     };
-    if v.status.is_error() {
-        let reason = s.volumes.get(id).and_then(|f| f.error_reason.clone());
-        return Step::Done(Err(CloudError::ErrorState {
-            resource: Resource::Volume,
-            id: id.to_string(),
-            status: v.status.to_string(),
-            reason,
-        }));
-    }
-    let done = match until {
-        VolumeWait::Available => v.status == VolumeStatus::Available,
-        VolumeWait::AttachedTo(server) => {
-            v.status == VolumeStatus::InUse && v.attached_to(server).is_some()
-        }
-        VolumeWait::DetachedFrom(server) => {
-            v.attached_to(server).is_none() && v.status != VolumeStatus::Detaching
-        }
-        VolumeWait::Extended(size) => v.size_gib >= *size && v.status != VolumeStatus::Extending,
-        VolumeWait::Deleted => false,
-        VolumeWait::Stable => !v.status.is_transitional(),
-    };
-    if done {
-        Step::Done(Ok(v))
-    } else {
-        Step::Waiting(v.status.to_string())
-    }
-}
-
-fn wanted_volume(until: &VolumeWait) -> String {
-    match until {
-        VolumeWait::Available => "available".into(),
-        VolumeWait::AttachedTo(s) => format!("attached to {s}"),
-        VolumeWait::DetachedFrom(s) => format!("detached from {s}"),
-        VolumeWait::Extended(n) => format!("extended to {n} GiB"),
-        VolumeWait::Deleted => "deleted".into(),
-        VolumeWait::Stable => "stable".into(),
-    }
+    let reason = s.volumes.get(id).and_then(|f| f.error_reason.clone());
+    let verdict = until.verdict(&v, waited);
+    let status = v.status.clone();
+    Look::judged(verdict, v, status).map_err(|e| e.or_reason(&reason))
 }
 
 #[async_trait]
@@ -161,8 +120,9 @@ impl BlockStorage for FakeCloud {
         deadline: Instant,
     ) -> CloudResult<Volume> {
         self.enter(Op::WaitVolume)?;
-        self.wait_until(Resource::Volume, id, wanted_volume(until), deadline, |s| {
-            volume_wait_step(s, id, until)
+        let started = Instant::now();
+        self.wait_until(Resource::Volume, id, until.wanted(), deadline, |s| {
+            volume_look(s, id, until, started.elapsed())
         })
         .await
     }
@@ -225,22 +185,20 @@ impl BlockStorage for FakeCloud {
         };
         self.wait_until(Resource::Snapshot, id, wanted.into(), deadline, |s| {
             let Some(x) = s.observe_snapshot(id) else {
-                return Step::Done(Err(CloudError::not_found(Resource::Snapshot, id)));
+                return Err(CloudError::not_found(Resource::Snapshot, id));
             };
             if x.status.is_error() {
-                return Step::Done(Err(CloudError::ErrorState {
+                return Err(CloudError::ErrorState {
                     resource: Resource::Snapshot,
                     id: id.to_string(),
                     status: x.status.to_string(),
                     reason: None,
-                }));
+                });
             }
-            match until {
-                SnapshotWait::Available if x.status == SnapshotStatus::Available => {
-                    Step::Done(Ok(x))
-                }
-                _ => Step::Waiting(x.status.to_string()),
-            }
+            Ok(match until {
+                SnapshotWait::Available if x.status == SnapshotStatus::Available => Look::Done(x),
+                _ => Look::Pending(x.status.to_string()),
+            })
         })
         .await
     }
@@ -300,20 +258,20 @@ impl BlockStorage for FakeCloud {
         };
         self.wait_until(Resource::Backup, id, wanted.into(), deadline, |s| {
             let Some(x) = s.observe_backup(id) else {
-                return Step::Done(Err(CloudError::not_found(Resource::Backup, id)));
+                return Err(CloudError::not_found(Resource::Backup, id));
             };
             if x.status.is_error() {
-                return Step::Done(Err(CloudError::ErrorState {
+                return Err(CloudError::ErrorState {
                     resource: Resource::Backup,
                     id: id.to_string(),
                     status: x.status.to_string(),
                     reason: None,
-                }));
+                });
             }
-            match until {
-                BackupWait::Available if x.status == BackupStatus::Available => Step::Done(Ok(x)),
-                _ => Step::Waiting(x.status.to_string()),
-            }
+            Ok(match until {
+                BackupWait::Available if x.status == BackupStatus::Available => Look::Done(x),
+                _ => Look::Pending(x.status.to_string()),
+            })
         })
         .await
     }

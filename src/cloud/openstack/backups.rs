@@ -11,8 +11,10 @@ use super::dto::{has_next, BackupCreated, BackupEnvelope, BackupList};
 use super::ids::segment;
 use super::metrics::Op;
 use super::microversion::{CINDER_BACKUP_AZ, CINDER_BACKUP_METADATA};
-use super::poll::{on_error, poll, Step};
+use super::snapshots::transient;
+use super::watcher::PACE;
 use super::OpenStack;
+use crate::cloud::poll::{poll, Look};
 use crate::cloud::{
     Backup, BackupFilter, BackupStatus, BackupWait, CloudError, CloudResult, NewBackup, Page,
     PageRequest, Resource,
@@ -146,21 +148,30 @@ impl OpenStack {
             BackupWait::Available => "available",
             BackupWait::Deleted => "deleted",
         };
-        poll(Resource::Backup, id, wanted, deadline, || async move {
-            match (self.get_backup_dto(id).await, until) {
-                (Ok(d), _) if BackupStatus::parse(&d.status).is_error() => {
-                    Step::Fail(CloudError::ErrorState {
-                        resource: Resource::Backup,
-                        id: d.id.clone(),
-                        status: d.status.clone(),
-                        reason: d.fail_reason.clone(),
-                    })
+        poll(
+            Resource::Backup,
+            id,
+            wanted.into(),
+            deadline,
+            PACE,
+            || async move {
+                match (self.get_backup_dto(id).await, until) {
+                    (Ok(d), _) if BackupStatus::parse(&d.status).is_error() => {
+                        Err(CloudError::ErrorState {
+                            resource: Resource::Backup,
+                            id: d.id.clone(),
+                            status: d.status.clone(),
+                            reason: d.fail_reason.clone(),
+                        })
+                    }
+                    (Ok(d), BackupWait::Available) if d.status == "available" => {
+                        Ok(Look::Done(d.into()))
+                    }
+                    (Ok(d), _) => Ok(Look::Pending(d.status)),
+                    (Err(e), _) => transient(e),
                 }
-                (Ok(d), BackupWait::Available) if d.status == "available" => Step::Done(d.into()),
-                (Ok(d), _) => Step::Continue(d.status),
-                (Err(e), _) => on_error(e, "unknown"),
-            }
-        })
+            },
+        )
         .await
     }
 }

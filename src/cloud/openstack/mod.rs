@@ -20,7 +20,6 @@ pub(crate) mod keystone;
 pub mod metrics;
 pub(crate) mod microversion;
 pub mod options;
-mod poll;
 mod quota;
 mod servers;
 mod snapshots;

@@ -9,8 +9,9 @@ use super::api::{list_cinder, Request};
 use super::dto::{has_next, SnapshotEnvelope, SnapshotList};
 use super::ids::segment;
 use super::metrics::Op;
-use super::poll::{on_error, poll, Step};
+use super::watcher::PACE;
 use super::OpenStack;
+use crate::cloud::poll::{poll, Look};
 use crate::cloud::{
     CloudError, CloudResult, NewSnapshot, Page, PageRequest, Resource, Snapshot, SnapshotFilter,
     SnapshotStatus, SnapshotWait,
@@ -109,21 +110,37 @@ impl OpenStack {
             SnapshotWait::Available => "available",
             SnapshotWait::Deleted => "deleted",
         };
-        poll(Resource::Snapshot, id, wanted, deadline, || async move {
-            match (self.get_snapshot_impl(id).await, until) {
-                (Ok(s), _) if s.status.is_error() => Step::Fail(CloudError::ErrorState {
-                    resource: Resource::Snapshot,
-                    id: s.id.clone(),
-                    status: s.status.to_string(),
-                    reason: None,
-                }),
-                (Ok(s), SnapshotWait::Available) if s.status == SnapshotStatus::Available => {
-                    Step::Done(s)
+        poll(
+            Resource::Snapshot,
+            id,
+            wanted.into(),
+            deadline,
+            PACE,
+            || async move {
+                match (self.get_snapshot_impl(id).await, until) {
+                    (Ok(s), _) if s.status.is_error() => Err(CloudError::ErrorState {
+                        resource: Resource::Snapshot,
+                        id: s.id.clone(),
+                        status: s.status.to_string(),
+                        reason: None,
+                    }),
+                    (Ok(s), SnapshotWait::Available) if s.status == SnapshotStatus::Available => {
+                        Ok(Look::Done(s))
+                    }
+                    (Ok(s), _) => Ok(Look::Pending(s.status.to_string())),
+                    (Err(e), _) => transient(e),
                 }
-                (Ok(s), _) => Step::Continue(s.status.to_string()),
-                (Err(e), _) => on_error(e, "unknown"),
-            }
-        })
+            },
+        )
         .await
+    }
+}
+
+/// Transient failures keep a wait going; others end it, and `NotFound` is how a wait for
+/// deletion succeeds.
+pub(super) fn transient<T>(e: CloudError) -> CloudResult<Look<T>> {
+    match e {
+        CloudError::Unavailable { .. } => Ok(Look::Pending(format!("unknown (then: {e})"))),
+        other => Err(other),
     }
 }

@@ -31,8 +31,8 @@ use super::api::{Api, Request};
 use super::dto::{has_next, ChangeMark, VolumeDto, VolumeEnvelope, VolumeList};
 use super::metrics::Op;
 use super::microversion::CINDER_TIME_FILTERS;
-use crate::cloud::{CloudError, CloudResult, Resource, Volume, VolumeWait};
-use condition::{evaluate, wanted, Verdict};
+use crate::cloud::poll::Pace;
+use crate::cloud::{CloudError, CloudResult, Resource, Verdict, Volume, VolumeWait};
 
 /// First refresh after a wait starts: Cinder finishes most operations in 0.2–0.6 s.
 pub const POLL_FIRST: Duration = Duration::from_millis(250);
@@ -40,6 +40,13 @@ pub const POLL_FIRST: Duration = Duration::from_millis(250);
 pub const POLL_FACTOR: f64 = 1.5;
 /// ... up to this ...
 pub const POLL_MAX: Duration = Duration::from_secs(2);
+/// The same pace for what is polled one object at a time (snapshots, backups).
+pub const PACE: Pace = Pace {
+    at_once: false,
+    first: POLL_FIRST,
+    factor: POLL_FACTOR,
+    max: POLL_MAX,
+};
 /// ... or this, after a round that served several waiters with one list: a round costs the
 /// same however many wait, so in a storm (two lists a second for all of it) the RPCs return
 /// at most 0.5 s after Cinder is done instead of 2 s.
@@ -188,7 +195,7 @@ impl Watcher {
                     return Err(CloudError::WaitTimeout {
                         resource: Resource::Volume,
                         id: id.to_string(),
-                        wanted: wanted(until),
+                        wanted: until.wanted(),
                         last_status,
                     });
                 }
@@ -198,7 +205,7 @@ impl Watcher {
                 Obs::Pending => {}
                 Obs::Seen(dto) => {
                     let vol = Volume::from((*dto).clone());
-                    match evaluate(until, &vol, started.elapsed()) {
+                    match until.verdict(&vol, started.elapsed()) {
                         Verdict::Done => return Ok(vol),
                         Verdict::Fail(e) => return Err(e),
                         Verdict::Continue => last = Some(vol),
@@ -508,8 +515,6 @@ impl Drop for Registration {
         }
     }
 }
-
-mod condition;
 
 #[cfg(test)]
 mod tests;

@@ -7,9 +7,11 @@ mod listing;
 mod server;
 mod snapshot;
 mod volume;
+mod wait;
 
 pub use backup::*;
 pub use listing::*;
 pub use server::*;
 pub use snapshot::*;
 pub use volume::*;
+pub use wait::*;
