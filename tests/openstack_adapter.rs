@@ -16,11 +16,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cinder_csi::app::openstack_options;
-use cinder_csi::cloud::openstack::{ApiMetrics, Op, OpenStack, OpenStackOptions, Secret, Service};
+use cinder_csi::cloud::openstack::{ApiMetrics, OpenStack, OpenStackOptions, Secret};
 use cinder_csi::cloud::{
     BackupFilter, BackupStatus, BackupWait, BlockStorage, CloudError, Compute, MigrationPolicy,
-    NewBackup, NewSnapshot, NewVolume, PageRequest, Resource, SnapshotFilter, SnapshotStatus,
-    SnapshotWait, VolumeFilter, VolumeSource, VolumeStatus, VolumeWait, GIB,
+    NewBackup, NewSnapshot, NewVolume, Op, PageRequest, Resource, Service, SnapshotFilter,
+    SnapshotStatus, SnapshotWait, VolumeFilter, VolumeSource, VolumeStatus, VolumeWait, GIB,
 };
 use cinder_csi::config;
 use openstack_support::Cloud;

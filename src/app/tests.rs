@@ -120,5 +120,5 @@ async fn every_section_becomes_a_cloud_without_a_request() {
     };
     let (clouds, api) = openstack_clouds(&plan, &Metrics::new()).await.unwrap();
     assert_eq!(clouds.names().collect::<Vec<_>>(), vec!["", "b"]);
-    assert_eq!(api.snapshot().requests(openstack::Service::Keystone), 0);
+    assert_eq!(api.snapshot().requests(crate::cloud::Service::Keystone), 0);
 }

@@ -6,13 +6,13 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 use super::state::State;
-use super::{FakeCloud, Op, FAKE_POLL_INTERVAL};
+use super::{FakeCloud, FAKE_POLL_INTERVAL};
 use crate::cloud::poll::{poll, Look, Pace};
 use crate::cloud::{
     Backup, BackupFilter, BackupStatus, BackupWait, BlockStorage, Capacity, CloudError,
-    CloudResult, MigrationPolicy, NewBackup, NewSnapshot, NewVolume, Page, PageRequest, Resource,
-    Snapshot, SnapshotFilter, SnapshotStatus, SnapshotWait, Volume, VolumeFilter, VolumeType,
-    VolumeWait,
+    CloudResult, MigrationPolicy, NewBackup, NewSnapshot, NewVolume, Op, Page, PageRequest,
+    Resource, Snapshot, SnapshotFilter, SnapshotStatus, SnapshotWait, Volume, VolumeFilter,
+    VolumeType, VolumeWait,
 };
 
 impl FakeCloud {
@@ -58,7 +58,7 @@ fn volume_look(
 #[async_trait]
 impl BlockStorage for FakeCloud {
     async fn check(&self) -> CloudResult<()> {
-        self.enter(Op::Check)
+        self.enter(Op::VolumeList)
     }
 
     async fn create_volume(&self, req: &NewVolume) -> CloudResult<Volume> {
@@ -67,7 +67,7 @@ impl BlockStorage for FakeCloud {
 
     async fn get_volume(&self, id: &str) -> CloudResult<Volume> {
         let mut s = self.lock();
-        s.enter(Op::GetVolume)?;
+        s.enter(Op::VolumeGet)?;
         s.observe_volume(id)
             .ok_or_else(|| CloudError::not_found(Resource::Volume, id))
     }
@@ -78,7 +78,7 @@ impl BlockStorage for FakeCloud {
         page: &PageRequest,
     ) -> CloudResult<Page<Volume>> {
         let mut s = self.lock();
-        s.enter(Op::ListVolumes)?;
+        s.enter(Op::VolumeList)?;
         let ids: Vec<String> = s.sorted_volumes().iter().map(|v| v.id.clone()).collect();
         let mut items = Vec::new();
         for id in &ids {
@@ -119,7 +119,7 @@ impl BlockStorage for FakeCloud {
         until: &VolumeWait,
         deadline: Instant,
     ) -> CloudResult<Volume> {
-        self.enter(Op::WaitVolume)?;
+        self.enter(Op::VolumeWatch)?;
         let started = Instant::now();
         self.wait_until(Resource::Volume, id, until.wanted(), deadline, |s| {
             volume_look(s, id, until, started.elapsed())
@@ -130,7 +130,7 @@ impl BlockStorage for FakeCloud {
     async fn get_volume_type(&self, name_or_id: &str) -> CloudResult<VolumeType> {
         let s = {
             let mut s = self.lock();
-            s.enter(Op::GetVolumeType)?;
+            s.enter(Op::VolumeTypeGet)?;
             find_type(&s, name_or_id).cloned()
         };
         s.ok_or_else(|| CloudError::not_found(Resource::VolumeType, name_or_id))
@@ -142,7 +142,7 @@ impl BlockStorage for FakeCloud {
 
     async fn get_snapshot(&self, id: &str) -> CloudResult<Snapshot> {
         let mut s = self.lock();
-        s.enter(Op::GetSnapshot)?;
+        s.enter(Op::SnapshotGet)?;
         s.observe_snapshot(id)
             .ok_or_else(|| CloudError::not_found(Resource::Snapshot, id))
     }
@@ -153,7 +153,7 @@ impl BlockStorage for FakeCloud {
         page: &PageRequest,
     ) -> CloudResult<Page<Snapshot>> {
         let mut s = self.lock();
-        s.enter(Op::ListSnapshots)?;
+        s.enter(Op::SnapshotList)?;
         let ids: Vec<String> = s.sorted_snapshots().iter().map(|x| x.id.clone()).collect();
         let mut items = Vec::new();
         for id in &ids {
@@ -178,7 +178,7 @@ impl BlockStorage for FakeCloud {
         until: &SnapshotWait,
         deadline: Instant,
     ) -> CloudResult<Snapshot> {
-        self.enter(Op::WaitSnapshot)?;
+        self.enter(Op::SnapshotGet)?;
         let wanted = match until {
             SnapshotWait::Available => "available",
             SnapshotWait::Deleted => "deleted",
@@ -205,7 +205,7 @@ impl BlockStorage for FakeCloud {
 
     async fn backups_supported(&self) -> CloudResult<bool> {
         let mut s = self.lock();
-        s.enter(Op::BackupsSupported)?;
+        s.enter(Op::BackupList)?;
         Ok(s.backups_supported)
     }
 
@@ -215,7 +215,7 @@ impl BlockStorage for FakeCloud {
 
     async fn get_backup(&self, id: &str) -> CloudResult<Backup> {
         let mut s = self.lock();
-        s.enter(Op::GetBackup)?;
+        s.enter(Op::BackupGet)?;
         s.observe_backup(id)
             .ok_or_else(|| CloudError::not_found(Resource::Backup, id))
     }
@@ -226,7 +226,7 @@ impl BlockStorage for FakeCloud {
         page: &PageRequest,
     ) -> CloudResult<Page<Backup>> {
         let mut s = self.lock();
-        s.enter(Op::ListBackups)?;
+        s.enter(Op::BackupList)?;
         let ids: Vec<String> = s.sorted_backups().iter().map(|x| x.id.clone()).collect();
         let mut items = Vec::new();
         for id in &ids {
@@ -251,7 +251,7 @@ impl BlockStorage for FakeCloud {
         until: &BackupWait,
         deadline: Instant,
     ) -> CloudResult<Backup> {
-        self.enter(Op::WaitBackup)?;
+        self.enter(Op::BackupGet)?;
         let wanted = match until {
             BackupWait::Available => "available",
             BackupWait::Deleted => "deleted",
@@ -278,7 +278,7 @@ impl BlockStorage for FakeCloud {
 
     async fn availability_zones(&self) -> CloudResult<Vec<String>> {
         let mut s = self.lock();
-        s.enter(Op::AvailabilityZones)?;
+        s.enter(Op::AvailabilityZoneList)?;
         Ok(s.zones.clone())
     }
 
@@ -288,7 +288,7 @@ impl BlockStorage for FakeCloud {
         volume_type: Option<&str>,
     ) -> CloudResult<Capacity> {
         let mut s = self.lock();
-        s.enter(Op::Capacity)?;
+        s.enter(Op::QuotaGet)?;
         let az = availability_zone.map(str::to_string);
         let ty = volume_type.map(str::to_string);
         for key in [

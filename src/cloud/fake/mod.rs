@@ -3,8 +3,8 @@
 //! difference: objects pass through transitional states (`creating`, `attaching`,
 //! `detaching`, `extending`, `retyping`, `deleting`) and settle after a configurable number
 //! of observations; operations refused by Cinder in the wrong state are refused here with the
-//! same error kind; waits honour the deadline. Every operation is counted and can be made to
-//! fail once with an injected error.
+//! same error kind; waits honour the deadline. Every operation is counted by the port's `Op` (the request the
+//! real cloud would be sent) and can be made to fail once with an injected error.
 //!
 //! Built only for tests (`cfg(test)` or the `test-support` feature), never in a release.
 
@@ -20,12 +20,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use super::{
-    Backup, Capacity, Cloud, CloudError, CloudResult, Server, Snapshot, Volume, VolumeStatus,
+    Backup, Capacity, Cloud, CloudError, CloudResult, Op, Server, Snapshot, Volume, VolumeStatus,
     VolumeType,
 };
 use state::State;
 
-pub use ops::{Op, DEFAULT_SETTLE_AFTER, FAKE_POLL_INTERVAL};
+pub use ops::{DEFAULT_SETTLE_AFTER, FAKE_POLL_INTERVAL};
 
 /// The fake cloud. Cheap to clone through `Arc`; all state sits behind one mutex that is never
 /// held across an `.await`.

@@ -3,15 +3,14 @@
 use std::time::SystemTime;
 
 use super::state::{conflict, FakeBackup, FakeSnapshot, ObjAction, State};
-use super::Op;
 use crate::cloud::{
-    Backup, BackupStatus, CloudError, CloudResult, NewBackup, NewSnapshot, Resource, Snapshot,
+    Backup, BackupStatus, CloudError, CloudResult, NewBackup, NewSnapshot, Op, Resource, Snapshot,
     SnapshotStatus, VolumeStatus,
 };
 
 impl State {
     pub fn create_snapshot(&mut self, req: &NewSnapshot) -> CloudResult<Snapshot> {
-        self.enter(Op::CreateSnapshot)?;
+        self.enter(Op::SnapshotCreate)?;
         let v = self
             .observe_volume(&req.volume_id)
             .ok_or_else(|| CloudError::not_found(Resource::Volume, &req.volume_id))?;
@@ -53,7 +52,7 @@ impl State {
     }
 
     pub fn delete_snapshot(&mut self, id: &str) -> CloudResult<()> {
-        self.enter(Op::DeleteSnapshot)?;
+        self.enter(Op::SnapshotDelete)?;
         let snap = self
             .observe_snapshot(id)
             .ok_or_else(|| CloudError::not_found(Resource::Snapshot, id))?;
@@ -83,7 +82,7 @@ impl State {
     }
 
     pub fn create_backup(&mut self, req: &NewBackup) -> CloudResult<Backup> {
-        self.enter(Op::CreateBackup)?;
+        self.enter(Op::BackupCreate)?;
         if !self.backups_supported {
             return Err(CloudError::Unsupported(
                 "the backup service is not enabled".into(),
@@ -150,7 +149,7 @@ impl State {
     }
 
     pub fn delete_backup(&mut self, id: &str) -> CloudResult<()> {
-        self.enter(Op::DeleteBackup)?;
+        self.enter(Op::BackupDelete)?;
         let b = self
             .observe_backup(id)
             .ok_or_else(|| CloudError::not_found(Resource::Backup, id))?;

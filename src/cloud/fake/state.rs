@@ -2,9 +2,9 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use super::ops::{Op, DEFAULT_SETTLE_AFTER};
+use super::ops::DEFAULT_SETTLE_AFTER;
 use crate::cloud::{
-    Attachment, Backup, BackupStatus, Capacity, CloudError, CloudResult, Page, PageRequest,
+    Attachment, Backup, BackupStatus, Capacity, CloudError, CloudResult, Op, Page, PageRequest,
     RequestId, Server, Snapshot, SnapshotStatus, Volume, VolumeStatus, VolumeType, GIB,
 };
 

@@ -4,15 +4,14 @@ use std::time::SystemTime;
 
 use super::block::find_type;
 use super::state::{bad_request, conflict, FakeVolume, State, VolumeAction};
-use super::Op;
 use crate::cloud::{
-    BackupStatus, CloudError, CloudResult, MigrationPolicy, NewVolume, Resource, SnapshotStatus,
-    Volume, VolumeSource, VolumeStatus,
+    BackupStatus, CloudError, CloudResult, MigrationPolicy, NewVolume, Op, Resource,
+    SnapshotStatus, Volume, VolumeSource, VolumeStatus,
 };
 
 impl State {
     pub fn create_volume(&mut self, req: &NewVolume) -> CloudResult<Volume> {
-        self.enter(Op::CreateVolume)?;
+        self.enter(Op::VolumeCreate)?;
         let (type_name, multiattach) = match &req.volume_type {
             None => (None, false),
             Some(t) => match find_type(self, t) {
@@ -126,7 +125,7 @@ impl State {
     }
 
     pub fn delete_volume(&mut self, id: &str, cascade: bool) -> CloudResult<()> {
-        self.enter(Op::DeleteVolume)?;
+        self.enter(Op::VolumeDelete)?;
         let v = self
             .observe_volume(id)
             .ok_or_else(|| CloudError::not_found(Resource::Volume, id))?;
@@ -168,7 +167,7 @@ impl State {
     }
 
     pub fn extend_volume(&mut self, id: &str, new_size_gib: u64, online: bool) -> CloudResult<()> {
-        self.enter(Op::ExtendVolume)?;
+        self.enter(Op::VolumeExtend)?;
         let v = self
             .observe_volume(id)
             .ok_or_else(|| CloudError::not_found(Resource::Volume, id))?;
@@ -203,7 +202,7 @@ impl State {
         new_type: &str,
         policy: MigrationPolicy,
     ) -> CloudResult<()> {
-        self.enter(Op::RetypeVolume)?;
+        self.enter(Op::VolumeRetype)?;
         let v = self
             .observe_volume(id)
             .ok_or_else(|| CloudError::not_found(Resource::Volume, id))?;

@@ -9,14 +9,13 @@ use tokio::time::Instant;
 use super::api::{list_cinder, CallError, Request};
 use super::dto::{has_next, BackupCreated, BackupEnvelope, BackupList};
 use super::ids::segment;
-use super::metrics::Op;
 use super::microversion::{CINDER_BACKUP_AZ, CINDER_BACKUP_METADATA};
 use super::snapshots::transient;
 use super::watcher::PACE;
 use super::OpenStack;
 use crate::cloud::poll::{poll, Look};
 use crate::cloud::{
-    Backup, BackupFilter, BackupStatus, BackupWait, CloudError, CloudResult, NewBackup, Page,
+    Backup, BackupFilter, BackupStatus, BackupWait, CloudError, CloudResult, NewBackup, Op, Page,
     PageRequest, Resource,
 };
 

@@ -37,7 +37,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio::time::Instant;
 
-pub use metrics::{ApiMetrics, ApiObserver, MetricsSnapshot, Op, Service};
+pub use metrics::{ApiMetrics, ApiObserver, MetricsSnapshot};
 pub use options::{AuthOptions, Interface, OpenStackOptions, ProxyOptions, Secret, TlsOptions};
 
 use super::{

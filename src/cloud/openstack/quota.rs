@@ -5,9 +5,8 @@
 
 use super::api::Request;
 use super::dto::QuotaSetEnvelope;
-use super::metrics::Op;
 use super::OpenStack;
-use crate::cloud::{Capacity, CloudResult, Resource, GIB};
+use crate::cloud::{Capacity, CloudResult, Op, Resource, GIB};
 
 impl OpenStack {
     pub(super) async fn capacity_impl(

@@ -8,10 +8,9 @@ use serde_json::json;
 use super::api::{CallError, Request};
 use super::dto::{NovaAttachmentEnvelope, NovaAttachmentList, ServerEnvelope};
 use super::ids::segment;
-use super::metrics::Op;
 use super::microversion::NOVA_MULTIATTACH;
 use super::OpenStack;
-use crate::cloud::{CloudError, CloudResult, Resource, Server, ServerAttachment};
+use crate::cloud::{CloudError, CloudResult, Op, Resource, Server, ServerAttachment};
 
 impl OpenStack {
     pub(super) async fn get_server_impl(&self, id: &str) -> CloudResult<Server> {

@@ -8,13 +8,12 @@ use tokio::time::Instant;
 use super::api::{list_cinder, Request};
 use super::dto::{has_next, SnapshotEnvelope, SnapshotList};
 use super::ids::segment;
-use super::metrics::Op;
 use super::watcher::PACE;
 use super::OpenStack;
 use crate::cloud::poll::{poll, Look};
 use crate::cloud::{
-    CloudError, CloudResult, NewSnapshot, Page, PageRequest, Resource, Snapshot, SnapshotFilter,
-    SnapshotStatus, SnapshotWait,
+    CloudError, CloudResult, NewSnapshot, Op, Page, PageRequest, Resource, Snapshot,
+    SnapshotFilter, SnapshotStatus, SnapshotWait,
 };
 
 impl OpenStack {

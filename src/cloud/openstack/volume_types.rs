@@ -3,9 +3,8 @@
 
 use super::api::Request;
 use super::dto::{VolumeTypeEnvelope, VolumeTypeList};
-use super::metrics::Op;
 use super::OpenStack;
-use crate::cloud::{CloudError, CloudResult, Resource, VolumeType};
+use crate::cloud::{CloudError, CloudResult, Op, Resource, VolumeType};
 
 impl OpenStack {
     pub(super) async fn get_volume_type_impl(&self, name_or_id: &str) -> CloudResult<VolumeType> {

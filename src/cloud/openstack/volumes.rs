@@ -9,11 +9,10 @@ use tokio::time::Instant;
 use super::api::{list_cinder, CallError, Request};
 use super::dto::{has_next, MessageList, VolumeEnvelope, VolumeList};
 use super::ids::segment;
-use super::metrics::Op;
 use super::microversion::{CINDER_CREATE_FROM_BACKUP, CINDER_ONLINE_EXTEND};
 use super::OpenStack;
 use crate::cloud::{
-    CloudError, CloudResult, MigrationPolicy, NewVolume, Page, PageRequest, Resource, Volume,
+    CloudError, CloudResult, MigrationPolicy, NewVolume, Op, Page, PageRequest, Resource, Volume,
     VolumeFilter, VolumeSource, VolumeWait,
 };
 

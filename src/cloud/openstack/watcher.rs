@@ -29,10 +29,9 @@ use tokio::time::{sleep_until, timeout_at, Instant};
 
 use super::api::{Api, Request};
 use super::dto::{has_next, ChangeMark, VolumeDto, VolumeEnvelope, VolumeList};
-use super::metrics::Op;
 use super::microversion::CINDER_TIME_FILTERS;
 use crate::cloud::poll::Pace;
-use crate::cloud::{CloudError, CloudResult, Resource, Verdict, Volume, VolumeWait};
+use crate::cloud::{CloudError, CloudResult, Op, Resource, Verdict, Volume, VolumeWait};
 
 /// First refresh after a wait starts: Cinder finishes most operations in 0.2–0.6 s.
 pub const POLL_FIRST: Duration = Duration::from_millis(250);

@@ -3,9 +3,8 @@
 
 use super::api::Request;
 use super::dto::AvailabilityZoneList;
-use super::metrics::Op;
 use super::OpenStack;
-use crate::cloud::{CloudResult, Resource};
+use crate::cloud::{CloudResult, Op, Resource};
 
 impl OpenStack {
     pub(super) async fn availability_zones_impl(&self) -> CloudResult<Vec<String>> {

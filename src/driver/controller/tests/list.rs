@@ -1,7 +1,7 @@
 use std::collections::BTreeSet;
 
 use super::*;
-use crate::cloud::fake::Op;
+use crate::cloud::Op;
 use crate::cloud::{CloudError, RequestId, VolumeStatus};
 use crate::driver::Error;
 
@@ -182,7 +182,7 @@ async fn get_volume_condition_and_not_found() {
     );
     // A cloud that did not answer is not a NotFound.
     e.fake.fail_next(
-        Op::GetVolume,
+        Op::VolumeGet,
         CloudError::Unavailable {
             message: "down".into(),
             request_id: RequestId::default(),

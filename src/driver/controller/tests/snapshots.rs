@@ -1,7 +1,7 @@
 use std::collections::BTreeSet;
 
 use super::*;
-use crate::cloud::fake::Op;
+use crate::cloud::Op;
 use crate::cloud::{BackupStatus, SnapshotStatus};
 use crate::driver::Error;
 
@@ -23,13 +23,13 @@ async fn create_returns_at_once_then_reports_ready() {
         !first.ready_to_use,
         "returns while Cinder is still creating it"
     );
-    assert_eq!(e.fake.calls(Op::WaitSnapshot), 0, "no blocking wait");
+    assert_eq!(e.fake.calls(Op::SnapshotGet), 0, "no blocking wait");
     assert_eq!(first.source_volume_id, v.id);
     assert_eq!(first.size_bytes, 2 * GIB);
     let ready = e.snapshot_ready("s", &v.id, &[]).await;
     assert_eq!(ready.id, first.id);
     assert_eq!(ready.created_at, first.created_at);
-    assert_eq!(e.fake.calls(Op::CreateSnapshot), 1);
+    assert_eq!(e.fake.calls(Op::SnapshotCreate), 1);
     for _ in 0..3 {
         assert_eq!(e.snapshot("s", &v.id, &[]).await.unwrap(), ready);
     }
@@ -151,10 +151,10 @@ async fn backup_state_machine_across_retries() {
         e.fake.snapshot(&temp).is_none(),
         "temporary snapshot deleted once the backup is done"
     );
-    assert_eq!(e.fake.calls(Op::CreateBackup), 1);
-    assert_eq!(e.fake.calls(Op::CreateSnapshot), 1);
+    assert_eq!(e.fake.calls(Op::BackupCreate), 1);
+    assert_eq!(e.fake.calls(Op::SnapshotCreate), 1);
     // Idempotent afterwards, with no further cleanup calls.
-    let deletes = e.fake.calls(Op::DeleteSnapshot);
+    let deletes = e.fake.calls(Op::SnapshotDelete);
     for _ in 0..3 {
         assert_eq!(
             e.snapshot("bk", &v.id, &[("type", "backup")])
@@ -163,7 +163,7 @@ async fn backup_state_machine_across_retries() {
             ready
         );
     }
-    assert_eq!(e.fake.calls(Op::DeleteSnapshot), deletes);
+    assert_eq!(e.fake.calls(Op::SnapshotDelete), deletes);
 }
 
 #[tokio::test(start_paused = true)]
@@ -189,7 +189,7 @@ async fn backup_cut_wait_is_aborted_at_the_deadline_and_resumed() {
     e.fake.settle_all();
     e.snapshot_ready("bk", &v.id, &[("type", "backup")]).await;
     assert_eq!(
-        e.fake.calls(Op::CreateSnapshot),
+        e.fake.calls(Op::SnapshotCreate),
         1,
         "the temporary snapshot is reused"
     );
@@ -272,7 +272,7 @@ async fn delete_snapshot_and_backup_idempotently() {
     e.fake.settle_all();
     assert!(e.fake.snapshots().is_empty());
     assert!(e.fake.backups().is_empty());
-    assert_eq!(e.fake.calls(Op::DeleteBackup), 1);
+    assert_eq!(e.fake.calls(Op::BackupDelete), 1);
     assert_eq!(e.ctl.cleaned_len(), 0, "a deleted backup leaves the cache");
 }
 
@@ -294,7 +294,7 @@ async fn delete_of_an_unfinished_backup_waits_and_removes_its_temporary_snapshot
     );
     e.ctl.delete_snapshot(delete_req(&b.id)).await.unwrap();
     assert!(e.fake.backups().is_empty(), "deleted, not only asked to");
-    assert_eq!(e.fake.calls(Op::DeleteBackup), 1, "no refused attempt");
+    assert_eq!(e.fake.calls(Op::BackupDelete), 1, "no refused attempt");
     // The temporary snapshot's delete is asked for (not waited on).
     assert!(e
         .fake
@@ -333,7 +333,7 @@ async fn a_refusal_that_raced_the_end_of_creation_is_retried() {
     let v = e.create("a", 1).await;
     let s = e.snapshot_ready("s", &v.id, &[]).await;
     e.fake.fail_next(
-        Op::DeleteSnapshot,
+        Op::SnapshotDelete,
         crate::cloud::CloudError::Conflict {
             message: "Invalid snapshot: Snapshot status must be available or error".into(),
             request_id: Default::default(),
@@ -341,12 +341,12 @@ async fn a_refusal_that_raced_the_end_of_creation_is_retried() {
     );
     e.ctl.delete_snapshot(delete_req(&s.id)).await.unwrap();
     assert!(e.fake.snapshots().is_empty());
-    assert_eq!(e.fake.calls(Op::DeleteSnapshot), 2);
+    assert_eq!(e.fake.calls(Op::SnapshotDelete), 2);
     // A refusal that stands is FailedPrecondition with Cinder's reason.
     let s = e.snapshot_ready("t", &v.id, &[]).await;
     for _ in 0..2 {
         e.fake.fail_next(
-            Op::DeleteSnapshot,
+            Op::SnapshotDelete,
             crate::cloud::CloudError::Conflict {
                 message: "snapshot is in use".into(),
                 request_id: Default::default(),
