@@ -80,11 +80,7 @@ pub async fn build_clouds(
                 .await
                 .map_err(|e| AppError::Runtime(format!("local backend: {e}")))?,
             );
-            Ok(Clouds::new([Cloud {
-                name: String::new(),
-                storage: local.clone(),
-                compute: local,
-            }]))
+            Ok(Clouds::new([Cloud::new("", local)]))
         }
         Backend::Openstack => Ok(openstack_clouds(plan, metrics).await?.0),
     }

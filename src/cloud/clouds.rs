@@ -3,14 +3,35 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::{BlockStorage, Compute};
+use super::{Copies, Health, Placement, Servers, Volumes};
 
-/// One configured cloud (a `[Global "name"]` section, or the local backend).
+/// One configured cloud (a `[Global "name"]` section, or the local backend): a name and
+/// the adapter behind each role.
 #[derive(Clone)]
 pub struct Cloud {
     pub name: String,
-    pub storage: Arc<dyn BlockStorage>,
-    pub compute: Arc<dyn Compute>,
+    pub volumes: Arc<dyn Volumes>,
+    pub copies: Arc<dyn Copies>,
+    pub servers: Arc<dyn Servers>,
+    pub placement: Arc<dyn Placement>,
+    pub health: Arc<dyn Health>,
+}
+
+impl Cloud {
+    /// A cloud whose one adapter plays every role.
+    pub fn new<A>(name: impl Into<String>, adapter: Arc<A>) -> Self
+    where
+        A: Volumes + Copies + Servers + Placement + Health + 'static,
+    {
+        Self {
+            name: name.into(),
+            volumes: adapter.clone(),
+            copies: adapter.clone(),
+            servers: adapter.clone(),
+            placement: adapter.clone(),
+            health: adapter,
+        }
+    }
 }
 
 /// Every cloud the controller serves, by name. The default cloud is `""` (`[Global]`), used

@@ -1,32 +1,28 @@
-//! The cloud port: the traits the controller core uses (Cinder, Nova) and the operations a
-//! cloud is asked, named once: the OpenStack adapter's request metrics are labelled with
-//! them and the fake counts and fails calls by them.
+//! The cloud port: one small trait per role the controller core needs of a cloud (volumes,
+//! snapshots and backups, servers, placement, health), and the operations a cloud is asked,
+//! named once: the OpenStack adapter's request metrics are labelled with them and the fake
+//! counts and fails calls by them. An adapter implements each trait in the file that holds
+//! that role's code.
+//!
+//! Waits end at `deadline` with `WaitTimeout` carrying the last status, and at once with
+//! `ErrorState` when the object enters an error state. A `Deleted` wait ends with `NotFound`
+//! once the object is gone: there is nothing left to return, and the controller treats `Ok`
+//! and `NotFound` alike there. A wait on an object that disappears (any other condition) is
+//! `NotFound` as well. Listing: a `marker` the cloud does not know (its object was deleted)
+//! is `BadRequest` (Cinder's 400) or `NotFound`; the controller then restarts that listing.
 
 use async_trait::async_trait;
 use tokio::time::Instant;
 
 use super::{
-    Backup, BackupFilter, BackupWait, Capacity, CloudResult, MigrationPolicy, NewBackup,
-    NewSnapshot, NewVolume, Page, PageRequest, Server, ServerAttachment, Snapshot, SnapshotFilter,
-    SnapshotWait, Volume, VolumeFilter, VolumeType, VolumeWait,
+    Capacity, CloudResult, CopyFilter, CopyKind, CopyWait, MigrationPolicy, NewBackup, NewSnapshot,
+    NewVolume, Page, PageRequest, Server, ServerAttachment, Volume, VolumeCopy, VolumeFilter,
+    VolumeType, VolumeWait,
 };
 
-/// Cinder: volumes, snapshots, backups, types and capacity.
-///
-/// Waits end at `deadline` with [`CloudError::WaitTimeout`] carrying the last status, and at
-/// once with [`CloudError::ErrorState`] when the object enters an error state. A `Deleted`
-/// wait (volume, snapshot, backup) ends with `NotFound` once the object is gone: there is
-/// nothing left to return, and the controller treats `Ok` and `NotFound` alike there. A wait
-/// on a volume that disappears (any other condition) is `NotFound` as well.
-///
-/// Listing: a `marker` the cloud does not know (its object was deleted) is `BadRequest`
-/// (Cinder's 400) or `NotFound`; the controller then restarts that listing.
+/// Cinder volumes.
 #[async_trait]
-pub trait BlockStorage: Send + Sync {
-    /// Cheap reachability check for the background cloud monitor (`/readyz`, never Probe):
-    /// credentials valid and the API answers.
-    async fn check(&self) -> CloudResult<()>;
-
+pub trait Volumes: Send + Sync {
     /// `NotFound` names what is missing: `VolumeType`, or the source `Snapshot`, `Volume`
     /// or `Backup` (the controller maps each to a different CSI code).
     async fn create_volume(&self, req: &NewVolume) -> CloudResult<Volume>;
@@ -52,57 +48,36 @@ pub trait BlockStorage: Send + Sync {
         until: &VolumeWait,
         deadline: Instant,
     ) -> CloudResult<Volume>;
+}
 
-    /// Look a type up by name or id.
-    async fn get_volume_type(&self, name_or_id: &str) -> CloudResult<VolumeType>;
-
-    async fn create_snapshot(&self, req: &NewSnapshot) -> CloudResult<Snapshot>;
-    async fn get_snapshot(&self, id: &str) -> CloudResult<Snapshot>;
-    async fn list_snapshots(
-        &self,
-        filter: &SnapshotFilter,
-        page: &PageRequest,
-    ) -> CloudResult<Page<Snapshot>>;
-    async fn delete_snapshot(&self, id: &str) -> CloudResult<()>;
-    async fn wait_snapshot(
-        &self,
-        id: &str,
-        until: &SnapshotWait,
-        deadline: Instant,
-    ) -> CloudResult<Snapshot>;
-
+/// Cinder snapshots and backups. Reading, listing, deleting and waiting are the same for
+/// both (`kind` says which); making one is not.
+#[async_trait]
+pub trait Copies: Send + Sync {
+    async fn create_snapshot(&self, req: &NewSnapshot) -> CloudResult<VolumeCopy>;
     /// Whether this cloud offers backups at all.
     async fn backups_supported(&self) -> CloudResult<bool>;
-    async fn create_backup(&self, req: &NewBackup) -> CloudResult<Backup>;
-    async fn get_backup(&self, id: &str) -> CloudResult<Backup>;
-    async fn list_backups(
+    async fn create_backup(&self, req: &NewBackup) -> CloudResult<VolumeCopy>;
+    async fn get_copy(&self, kind: CopyKind, id: &str) -> CloudResult<VolumeCopy>;
+    async fn list_copies(
         &self,
-        filter: &BackupFilter,
+        kind: CopyKind,
+        filter: &CopyFilter,
         page: &PageRequest,
-    ) -> CloudResult<Page<Backup>>;
-    async fn delete_backup(&self, id: &str) -> CloudResult<()>;
-    async fn wait_backup(
+    ) -> CloudResult<Page<VolumeCopy>>;
+    async fn delete_copy(&self, kind: CopyKind, id: &str) -> CloudResult<()>;
+    async fn wait_copy(
         &self,
+        kind: CopyKind,
         id: &str,
-        until: &BackupWait,
+        until: &CopyWait,
         deadline: Instant,
-    ) -> CloudResult<Backup>;
-
-    /// The names of the availability zones volumes can be created in, as Cinder spells them
-    /// (the controller maps topology values back to these).
-    async fn availability_zones(&self) -> CloudResult<Vec<String>>;
-
-    /// Provisionable space, optionally for one AZ and volume type.
-    async fn capacity(
-        &self,
-        availability_zone: Option<&str>,
-        volume_type: Option<&str>,
-    ) -> CloudResult<Capacity>;
+    ) -> CloudResult<VolumeCopy>;
 }
 
 /// Nova: servers and their volume attachments.
 #[async_trait]
-pub trait Compute: Send + Sync {
+pub trait Servers: Send + Sync {
     async fn get_server(&self, id: &str) -> CloudResult<Server>;
     /// Attach; `multiattach` selects the microversion that allows shared volumes (2.60).
     /// Returns the attachment with Nova's device hint. An unknown server is
@@ -118,6 +93,29 @@ pub trait Compute: Send + Sync {
     /// detached), `NotFound` of another resource when the volume is not attached to it.
     async fn detach_volume(&self, server_id: &str, volume_id: &str) -> CloudResult<()>;
     async fn list_attachments(&self, server_id: &str) -> CloudResult<Vec<ServerAttachment>>;
+}
+
+/// Where volumes can go: their types, the availability zones and the space left.
+#[async_trait]
+pub trait Placement: Send + Sync {
+    /// Look a type up by name or id.
+    async fn get_volume_type(&self, name_or_id: &str) -> CloudResult<VolumeType>;
+    /// The names of the availability zones volumes can be created in, as Cinder spells them
+    /// (the controller maps topology values back to these).
+    async fn availability_zones(&self) -> CloudResult<Vec<String>>;
+    /// Provisionable space, optionally for one AZ and volume type.
+    async fn capacity(
+        &self,
+        availability_zone: Option<&str>,
+        volume_type: Option<&str>,
+    ) -> CloudResult<Capacity>;
+}
+
+/// Whether the cloud answers, for the background cloud monitor (`/readyz`, never Probe).
+#[async_trait]
+pub trait Health: Send + Sync {
+    /// Cheap reachability check: credentials valid and the API answers.
+    async fn check(&self) -> CloudResult<()>;
 }
 
 /// The OpenStack service an operation talks to.

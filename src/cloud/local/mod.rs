@@ -12,18 +12,18 @@
 mod attach;
 mod backend;
 mod backups;
+mod copies;
 pub mod copy;
 mod data;
 pub mod loopdev;
 mod paging;
-mod port;
 mod reconcile;
 mod reconcile_report;
 mod records;
 mod snapshots;
+mod sources;
 pub mod store;
 mod volumes;
-mod waits;
 
 pub use backend::{register_node, LocalCloud, LocalOptions};
 pub use reconcile_report::ReconcileReport;

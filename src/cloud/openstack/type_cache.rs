@@ -1,4 +1,4 @@
-//! Volume types looked up recently, by id and by name (see volume_types.rs).
+//! Volume types looked up recently, by id and by name (see placement.rs).
 
 use std::collections::HashMap;
 use std::sync::Mutex;

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use super::copy::{CopyStatus, VolumeCopy};
 use super::volume::{Volume, VolumeStatus};
 use crate::cloud::{CloudError, Resource};
 
@@ -26,6 +27,14 @@ pub enum VolumeWait {
     Deleted,
     /// Out of every transitional state (`creating`, `attaching`, `detaching`, `reserved`, ...).
     Stable,
+}
+
+/// Condition a snapshot or backup wait ends on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CopyWait {
+    Available,
+    /// Gone (404).
+    Deleted,
 }
 
 /// What one fresh look says about a wait.
@@ -88,6 +97,32 @@ impl VolumeWait {
             Self::Extended(n) => format!("extended to {n} GiB"),
             Self::Deleted => "deleted".into(),
             Self::Stable => "out of transitional states".into(),
+        }
+    }
+}
+
+impl CopyWait {
+    /// Whether one look at `c` ends the wait; an error state ends it with the copy's reason.
+    pub fn verdict(&self, c: &VolumeCopy) -> Verdict {
+        if c.status.is_error() {
+            return Verdict::Fail(CloudError::ErrorState {
+                resource: c.kind.resource(),
+                id: c.id.clone(),
+                status: c.status.to_string(),
+                reason: c.fail_reason.clone(),
+            });
+        }
+        match self {
+            Self::Available if c.status == CopyStatus::Available => Verdict::Done,
+            _ => Verdict::Continue,
+        }
+    }
+
+    /// The condition in words (`timed out waiting for backup X to become <this>`).
+    pub fn wanted(&self) -> String {
+        match self {
+            Self::Available => "available".into(),
+            Self::Deleted => "deleted".into(),
         }
     }
 }
@@ -199,6 +234,44 @@ mod tests {
                 Verdict::Fail(error_state(Resource::Volume, "v", st.as_str()))
             );
         }
+    }
+
+    #[test]
+    fn copy_conditions() {
+        let copy = |status: &str| VolumeCopy {
+            kind: crate::cloud::CopyKind::Backup,
+            id: "b".into(),
+            name: String::new(),
+            volume_id: "v".into(),
+            snapshot_id: None,
+            size_gib: 1,
+            status: CopyStatus::parse(status),
+            availability_zone: None,
+            created_at: None,
+            metadata: Default::default(),
+            fail_reason: Some("no space".into()),
+        };
+        assert_eq!(
+            CopyWait::Available.verdict(&copy("available")),
+            Verdict::Done
+        );
+        assert_eq!(
+            CopyWait::Deleted.verdict(&copy("available")),
+            Verdict::Continue
+        );
+        assert_eq!(
+            CopyWait::Available.verdict(&copy("creating")),
+            Verdict::Continue
+        );
+        assert_eq!(
+            CopyWait::Deleted.verdict(&copy("error_deleting")),
+            Verdict::Fail(CloudError::ErrorState {
+                resource: Resource::Backup,
+                id: "b".into(),
+                status: "error_deleting".into(),
+                reason: Some("no space".into()),
+            })
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::*;
 use crate::cloud::openstack::testserver::Fake;
 use crate::cloud::openstack::{ApiMetrics, OpenStack};
-use crate::cloud::{BlockStorage, CloudError, Compute};
+use crate::cloud::{CloudError, Health, Servers};
 
 async fn cloud(fake: &Fake) -> (OpenStack, Arc<ApiMetrics>) {
     let m = Arc::new(ApiMetrics::new());

@@ -7,8 +7,7 @@ use std::sync::Arc;
 use super::*;
 use crate::cloud::openstack::testserver::{step, Fake, Step};
 use crate::cloud::openstack::{ApiMetrics, OpenStack};
-use crate::cloud::BlockStorage;
-use crate::cloud::VolumeStatus;
+use crate::cloud::{VolumeStatus, Volumes};
 
 async fn cloud(fake: &Fake) -> Arc<OpenStack> {
     Arc::new(

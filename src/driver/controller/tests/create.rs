@@ -133,7 +133,7 @@ async fn foreign(e: &Env, name: &str, cluster: Option<&str>) -> crate::cloud::Vo
     let v = e
         .fake
         .cloud("")
-        .storage
+        .volumes
         .create_volume(&crate::cloud::NewVolume {
             name: name.into(),
             size_gib: 1,

@@ -107,7 +107,7 @@ async fn a_deleting_volume_is_waited_for() {
     let v = e.create("a", 1).await;
     e.fake.set_settle_after(5);
     let cloud = e.fake.cloud("");
-    cloud.storage.delete_volume(&v.id, false).await.unwrap();
+    cloud.volumes.delete_volume(&v.id, false).await.unwrap();
     e.ctl.delete_volume(delete_req(&v.id)).await.unwrap();
     assert!(e.fake.volume(&v.id).is_none());
     // Ours: one DELETE, refused while `deleting`, then the wait; no retry of the delete.

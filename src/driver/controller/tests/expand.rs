@@ -121,7 +121,7 @@ async fn an_extend_in_progress_is_joined() {
     let v = e.create("a", 1).await;
     e.fake.set_settle_after(5);
     let cloud = e.fake.cloud("");
-    cloud.storage.extend_volume(&v.id, 2, false).await.unwrap();
+    cloud.volumes.extend_volume(&v.id, 2, false).await.unwrap();
     let r = e
         .ctl
         .expand_volume(expand_req(&v.id, 2 * GIB, None))

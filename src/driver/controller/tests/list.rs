@@ -148,7 +148,7 @@ async fn cluster_filter_lists_only_this_clusters_volumes() {
     let mine = e.create("mine", 1).await;
     let cloud = e.fake.cloud("");
     cloud
-        .storage
+        .volumes
         .create_volume(&crate::cloud::NewVolume {
             name: "theirs".into(),
             size_gib: 1,

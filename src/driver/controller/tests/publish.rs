@@ -109,7 +109,7 @@ async fn transitional_state_is_waited_out_then_attached() {
     let cloud = e.fake.cloud("");
     // A volume still `creating` (upstream: Nova 400 "must be available to reserve").
     let v = cloud
-        .storage
+        .volumes
         .create_volume(&crate::cloud::NewVolume {
             name: "a".into(),
             size_gib: 1,
@@ -316,7 +316,7 @@ async fn unpublish_during_an_attach_in_flight_waits_and_detaches() {
         let v = e.create("a", 1).await;
         let cloud = e.fake.cloud("");
         cloud
-            .compute
+            .servers
             .attach_volume("node-1", &v.id, false)
             .await
             .unwrap();

@@ -1,8 +1,8 @@
 use std::collections::BTreeSet;
 
 use super::*;
+use crate::cloud::CopyStatus;
 use crate::cloud::Op;
-use crate::cloud::{BackupStatus, SnapshotStatus};
 use crate::driver::Error;
 
 fn delete_req(id: &str) -> DeleteSnapshot {
@@ -94,7 +94,7 @@ async fn failed_snapshot_is_deleted_and_retried_afresh() {
     e.fake.settle_all();
     assert_eq!(
         e.fake.snapshot(&first.id).unwrap().status,
-        SnapshotStatus::Error
+        CopyStatus::Error
     );
     assert_matches!(e.snapshot("s", &v.id, &[]).await, Err(Error::Internal(m)) if m.contains("error"));
     e.fake.settle_all();
@@ -205,10 +205,7 @@ async fn failed_backup_is_deleted_with_its_temporary_snapshot() {
         .await
         .unwrap();
     e.fake.settle_all();
-    assert_eq!(
-        e.fake.backup(&first.id).unwrap().status,
-        BackupStatus::Error
-    );
+    assert_eq!(e.fake.backup(&first.id).unwrap().status, CopyStatus::Error);
     assert_matches!(
         e.snapshot("bk", &v.id, &[("type", "backup")]).await,
         Err(Error::Internal(_))
@@ -226,7 +223,7 @@ async fn stuck_backup_is_reported() {
         .snapshot("bk", &v.id, &[("type", "backup")])
         .await
         .unwrap();
-    e.fake.set_backup_status(&b.id, BackupStatus::Creating);
+    e.fake.set_backup_status(&b.id, CopyStatus::Creating);
     e.fake.backdate_backup(&b.id, Duration::from_secs(60));
     // 60 s old, 1 GiB: within 30 s + 100 s/GiB, beyond 30 s + 20 s/GiB (the default).
     let patient = [
@@ -289,7 +286,7 @@ async fn delete_of_an_unfinished_backup_waits_and_removes_its_temporary_snapshot
     assert!(!b.ready_to_use);
     assert_eq!(
         e.fake.backups()[0].status,
-        BackupStatus::Creating,
+        CopyStatus::Creating,
         "still creating when DeleteSnapshot comes"
     );
     e.ctl.delete_snapshot(delete_req(&b.id)).await.unwrap();
@@ -300,7 +297,7 @@ async fn delete_of_an_unfinished_backup_waits_and_removes_its_temporary_snapshot
         .fake
         .snapshots()
         .iter()
-        .all(|s| s.status == SnapshotStatus::Deleting));
+        .all(|s| s.status == CopyStatus::Deleting));
     e.fake.settle_all();
     assert!(e.fake.snapshots().is_empty());
 }
@@ -312,10 +309,7 @@ async fn delete_right_after_create_waits_then_deletes() {
     let e = env();
     let v = e.create("a", 1).await;
     let s = e.snapshot("s", &v.id, &[]).await.unwrap();
-    assert_eq!(
-        e.fake.snapshot(&s.id).unwrap().status,
-        SnapshotStatus::Creating
-    );
+    assert_eq!(e.fake.snapshot(&s.id).unwrap().status, CopyStatus::Creating);
     e.ctl.delete_snapshot(delete_req(&s.id)).await.unwrap();
     assert!(e.fake.snapshots().is_empty());
     // A snapshot that failed is deleted as well (Cinder deletes `error` snapshots).
@@ -377,10 +371,7 @@ async fn delete_of_a_snapshot_that_does_not_settle_is_aborted_at_the_deadline() 
         Err(Error::Cloud(crate::cloud::CloudError::WaitTimeout { last_status, .. }))
             if last_status == "creating"
     );
-    assert_eq!(
-        e.fake.snapshot(&s.id).unwrap().status,
-        SnapshotStatus::Creating
-    );
+    assert_eq!(e.fake.snapshot(&s.id).unwrap().status, CopyStatus::Creating);
     e.fake.set_settle_after(0);
     e.fake.settle_all();
     e.ctl.delete_snapshot(delete_req(&s.id)).await.unwrap();
@@ -524,7 +515,7 @@ async fn a_huge_backup_duration_bound_does_not_overflow() {
         .snapshot("bk", &v.id, &[("type", "backup")])
         .await
         .unwrap();
-    e.fake.set_backup_status(&b.id, BackupStatus::Creating);
+    e.fake.set_backup_status(&b.id, CopyStatus::Creating);
     e.fake.backdate_backup(&b.id, Duration::from_secs(3600));
     let huge = [
         ("type", "backup"),

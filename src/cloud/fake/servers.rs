@@ -1,15 +1,15 @@
-//! `Compute` on the fake: Nova servers and volume attachments.
+//! `Servers` on the fake: Nova servers and volume attachments.
 
 use async_trait::async_trait;
 
 use super::state::{conflict, VolumeAction};
 use super::FakeCloud;
 use crate::cloud::{
-    CloudError, CloudResult, Compute, Op, Resource, Server, ServerAttachment, VolumeStatus,
+    CloudError, CloudResult, Op, Resource, Server, ServerAttachment, Servers, VolumeStatus,
 };
 
 #[async_trait]
-impl Compute for FakeCloud {
+impl Servers for FakeCloud {
     async fn get_server(&self, id: &str) -> CloudResult<Server> {
         let mut s = self.lock();
         s.enter(Op::ServerGet)?;
