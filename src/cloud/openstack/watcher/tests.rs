@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use super::pace::{next_interval, POLL_MAX, POLL_MAX_SHARED};
+use super::state::moved;
 use super::*;
 use crate::cloud::openstack::testserver::{step, Fake, Step};
 use crate::cloud::openstack::{ApiMetrics, OpenStack};
@@ -494,7 +496,7 @@ async fn a_volume_unchanged_for_long_is_fetched_not_listed() {
     let os = cloud(&fake).await;
     // Two volumes the watcher knows: one changed just now, one 11 minutes before it.
     let now = chrono::Utc::now();
-    for (id, t) in [("new", now), ("old", now - TimeDelta::minutes(11))] {
+    for (id, t) in [("new", now), ("old", now - chrono::TimeDelta::minutes(11))] {
         let dto: VolumeDto = serde_json::from_value(serde_json::json!({
             "id": id, "status": "available", "size": 1,
             "updated_at": t.format("%Y-%m-%dT%H:%M:%S%.6f").to_string(),
