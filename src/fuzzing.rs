@@ -60,10 +60,11 @@ pub fn openstack_json(data: &[u8]) {
             e.copy.into_copy(CopyKind::Snapshot)
         }),
         3 | 5 => conv(body, |l: dto::CopyList| {
+            let kind = CopyKind::Backup;
             l.copies
                 .into_iter()
-                .map(|c| c.into_copy(CopyKind::Backup))
-                .count()
+                .map(|c| c.into_copy(kind))
+                .collect::<Vec<_>>()
         }),
         6 => conv(body, |l: dto::VolumeTypeList| {
             l.volume_types.into_iter().map(VolumeType::from).count()

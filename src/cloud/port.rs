@@ -190,6 +190,32 @@ ops! {
     ServerAttachmentList => ("server_attachment_list", Nova),
 }
 
+/// The requests that read, list and delete snapshots or backups: Cinder keeps them in two
+/// APIs, and the labels say which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CopyOps {
+    pub get: Op,
+    pub list: Op,
+    pub delete: Op,
+}
+
+impl CopyOps {
+    pub fn of(kind: CopyKind) -> Self {
+        match kind {
+            CopyKind::Snapshot => Self {
+                get: Op::SnapshotGet,
+                list: Op::SnapshotList,
+                delete: Op::SnapshotDelete,
+            },
+            CopyKind::Backup => Self {
+                get: Op::BackupGet,
+                list: Op::BackupList,
+                delete: Op::BackupDelete,
+            },
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

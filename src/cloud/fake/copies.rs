@@ -9,17 +9,9 @@ use super::state::{conflict, paginate, FakeCopy, ObjAction, State};
 use super::FakeCloud;
 use crate::cloud::poll::Look;
 use crate::cloud::{
-    CloudError, CloudResult, Copies, CopyFilter, CopyKind, CopyStatus, CopyWait, NewBackup,
-    NewSnapshot, Op, Page, PageRequest, Resource, VolumeCopy, VolumeStatus,
+    CloudError, CloudResult, Copies, CopyFilter, CopyKind, CopyOps, CopyStatus, CopyWait,
+    NewBackup, NewSnapshot, Op, Page, PageRequest, Resource, VolumeCopy, VolumeStatus,
 };
-
-/// Snapshot or backup operations, as the cloud's requests are labelled: get, list, delete.
-fn ops(kind: CopyKind) -> (Op, Op, Op) {
-    match kind {
-        CopyKind::Snapshot => (Op::SnapshotGet, Op::SnapshotList, Op::SnapshotDelete),
-        CopyKind::Backup => (Op::BackupGet, Op::BackupList, Op::BackupDelete),
-    }
-}
 
 #[async_trait]
 impl Copies for FakeCloud {
@@ -39,7 +31,7 @@ impl Copies for FakeCloud {
 
     async fn get_copy(&self, kind: CopyKind, id: &str) -> CloudResult<VolumeCopy> {
         let mut s = self.lock();
-        s.enter(ops(kind).0)?;
+        s.enter(CopyOps::of(kind).get)?;
         s.observe_copy(kind, id)
             .ok_or_else(|| CloudError::not_found(kind.resource(), id))
     }
@@ -51,7 +43,7 @@ impl Copies for FakeCloud {
         page: &PageRequest,
     ) -> CloudResult<Page<VolumeCopy>> {
         let mut s = self.lock();
-        s.enter(ops(kind).1)?;
+        s.enter(CopyOps::of(kind).list)?;
         let ids: Vec<String> = s.sorted_copies(kind).iter().map(|x| x.id.clone()).collect();
         let mut items = Vec::new();
         for id in &ids {
@@ -68,7 +60,7 @@ impl Copies for FakeCloud {
 
     async fn delete_copy(&self, kind: CopyKind, id: &str) -> CloudResult<()> {
         let mut s = self.lock();
-        s.enter(ops(kind).2)?;
+        s.enter(CopyOps::of(kind).delete)?;
         match kind {
             CopyKind::Snapshot => s.delete_snapshot(id),
             CopyKind::Backup => s.delete_backup(id),
@@ -83,7 +75,7 @@ impl Copies for FakeCloud {
         until: &CopyWait,
         deadline: Instant,
     ) -> CloudResult<VolumeCopy> {
-        self.enter(ops(kind).0)?;
+        self.enter(CopyOps::of(kind).get)?;
         self.wait_until(kind.resource(), id, until.wanted(), deadline, |s| {
             let c = s
                 .observe_copy(kind, id)

@@ -17,32 +17,15 @@ use super::watcher::PACE;
 use super::OpenStack;
 use crate::cloud::poll::{poll, Look};
 use crate::cloud::{
-    CloudError, CloudResult, Copies, CopyFilter, CopyKind, CopyWait, NewBackup, NewSnapshot, Op,
-    Page, PageRequest, Resource, VolumeCopy,
+    CloudError, CloudResult, Copies, CopyFilter, CopyKind, CopyOps, CopyWait, NewBackup,
+    NewSnapshot, Op, Page, PageRequest, Resource, VolumeCopy,
 };
 
-/// Where Cinder keeps one kind of copy, and the labels of its requests.
-struct CopyApi {
-    path: &'static str,
-    get: Op,
-    list: Op,
-    delete: Op,
-}
-
-fn api(kind: CopyKind) -> CopyApi {
+/// Where Cinder keeps one kind of copy.
+fn path(kind: CopyKind) -> &'static str {
     match kind {
-        CopyKind::Snapshot => CopyApi {
-            path: "snapshots",
-            get: Op::SnapshotGet,
-            list: Op::SnapshotList,
-            delete: Op::SnapshotDelete,
-        },
-        CopyKind::Backup => CopyApi {
-            path: "backups",
-            get: Op::BackupGet,
-            list: Op::BackupList,
-            delete: Op::BackupDelete,
-        },
+        CopyKind::Snapshot => "snapshots",
+        CopyKind::Backup => "backups",
     }
 }
 
@@ -138,16 +121,16 @@ impl Copies for OpenStack {
     }
 
     async fn get_copy(&self, kind: CopyKind, id: &str) -> CloudResult<VolumeCopy> {
-        let (a, resource) = (api(kind), kind.resource());
+        let (op, resource) = (CopyOps::of(kind).get, kind.resource());
         let ans = self
             .api
             .cinder(Request::get(
-                a.get,
-                format!("{}/{}", a.path, segment(resource, id)?),
+                op,
+                format!("{}/{}", path(kind), segment(resource, id)?),
             ))
             .await
             .map_err(|e| e.into_cloud(resource, id))?;
-        let env: CopyEnvelope = ans.json(a.get).map_err(|e| e.into_cloud(resource, id))?;
+        let env: CopyEnvelope = ans.json(op).map_err(|e| e.into_cloud(resource, id))?;
         Ok(env.copy.into_copy(kind))
     }
 
@@ -157,8 +140,7 @@ impl Copies for OpenStack {
         filter: &CopyFilter,
         page: &PageRequest,
     ) -> CloudResult<Page<VolumeCopy>> {
-        let a = api(kind);
-        let req = Request::get(a.list, format!("{}/detail", a.path))
+        let req = Request::get(CopyOps::of(kind).list, format!("{}/detail", path(kind)))
             .query_opt("name", filter.name.clone())
             .query_opt("volume_id", filter.volume_id.clone());
         let page = list_cinder(
@@ -180,12 +162,12 @@ impl Copies for OpenStack {
     }
 
     async fn delete_copy(&self, kind: CopyKind, id: &str) -> CloudResult<()> {
-        let (a, resource) = (api(kind), kind.resource());
+        let resource = kind.resource();
         self.api
             .cinder(Request::new(
-                a.delete,
+                CopyOps::of(kind).delete,
                 Method::DELETE,
-                format!("{}/{}", a.path, segment(resource, id)?),
+                format!("{}/{}", path(kind), segment(resource, id)?),
             ))
             .await
             .map(|_| ())
