@@ -1,4 +1,4 @@
-//! The local backend on real loop devices: every BlockStorage and Compute method, sparse
+//! The local backend on real loop devices: every method of every port role, sparse
 //! copies, attach/detach, online extend, and restart/reconcile. Needs root. Each test owns a
 //! state directory whose guard unbinds every loop device bound to a file inside it and
 //! removes it, also when the test panics.
@@ -11,9 +11,9 @@ use std::time::Duration;
 use cinder_csi::cloud::local::loopdev::{self, LoopDevice};
 use cinder_csi::cloud::local::{register_node, LocalCloud, LocalOptions};
 use cinder_csi::cloud::{
-    BackupFilter, BackupWait, BlockStorage, CloudError, Compute, MigrationPolicy, NewBackup,
-    NewSnapshot, NewVolume, PageRequest, Resource, SnapshotFilter, SnapshotWait, VolumeFilter,
-    VolumeSource, VolumeStatus, VolumeWait, GIB,
+    CloudError, Copies, CopyFilter, CopyKind, CopyWait, Health, MigrationPolicy, NewBackup,
+    NewSnapshot, NewVolume, PageRequest, Placement, Resource, Servers, VolumeFilter, VolumeSource,
+    VolumeStatus, VolumeWait, Volumes, GIB,
 };
 use tokio::time::Instant;
 
@@ -359,18 +359,19 @@ async fn snapshots_restores_and_clones_keep_bytes_and_holes() {
     assert_eq!(s.size_gib, 1);
     assert_eq!(s.volume_id, v.id);
     assert_eq!(
-        c.wait_snapshot(&s.id, &SnapshotWait::Available, soon())
+        c.wait_copy(CopyKind::Snapshot, &s.id, &CopyWait::Available, soon())
             .await
             .unwrap(),
         s
     );
-    assert_eq!(c.get_snapshot(&s.id).await.unwrap(), s);
+    assert_eq!(c.get_copy(CopyKind::Snapshot, &s.id).await.unwrap(), s);
     let snap_file = sd.path().join("snapshots").join(format!("{}.img", s.id));
     check_pattern(&snap_file);
     assert!(allocated(&snap_file) < 4 * MIB, "snapshot must stay sparse");
     let listed = c
-        .list_snapshots(
-            &SnapshotFilter {
+        .list_copies(
+            CopyKind::Snapshot,
+            &CopyFilter {
                 volume_id: Some(v.id.clone()),
                 ..Default::default()
             },
@@ -380,8 +381,9 @@ async fn snapshots_restores_and_clones_keep_bytes_and_holes() {
         .unwrap();
     assert_eq!(listed.items, vec![s.clone()]);
     let none = c
-        .list_snapshots(
-            &SnapshotFilter {
+        .list_copies(
+            CopyKind::Snapshot,
+            &CopyFilter {
                 name: Some("other".into()),
                 ..Default::default()
             },
@@ -453,16 +455,28 @@ async fn snapshots_restores_and_clones_keep_bytes_and_holes() {
         c.delete_volume(&v.id, false).await,
         Err(CloudError::Conflict { .. })
     ));
-    c.delete_snapshot(&s.id).await.unwrap();
-    assert!(c.get_snapshot(&s.id).await.unwrap_err().is_not_found());
-    assert!(c.delete_snapshot(&s.id).await.unwrap_err().is_not_found());
+    c.delete_copy(CopyKind::Snapshot, &s.id).await.unwrap();
     assert!(c
-        .wait_snapshot(&s.id, &SnapshotWait::Deleted, soon())
+        .get_copy(CopyKind::Snapshot, &s.id)
+        .await
+        .unwrap_err()
+        .is_not_found());
+    assert!(c
+        .delete_copy(CopyKind::Snapshot, &s.id)
+        .await
+        .unwrap_err()
+        .is_not_found());
+    assert!(c
+        .wait_copy(CopyKind::Snapshot, &s.id, &CopyWait::Deleted, soon())
         .await
         .unwrap_err()
         .is_not_found());
     c.delete_volume(&v.id, true).await.unwrap();
-    assert!(c.get_snapshot(&s2.id).await.unwrap_err().is_not_found());
+    assert!(c
+        .get_copy(CopyKind::Snapshot, &s2.id)
+        .await
+        .unwrap_err()
+        .is_not_found());
     c.delete_volume(&cl.id, false).await.unwrap();
     let left: Vec<_> = std::fs::read_dir(sd.path().join("snapshots"))
         .unwrap()
@@ -486,7 +500,7 @@ async fn backups_are_independent_copies() {
         .await
         .unwrap();
     assert_eq!(
-        c.wait_backup(&b.id, &BackupWait::Available, soon())
+        c.wait_copy(CopyKind::Backup, &b.id, &CopyWait::Available, soon())
             .await
             .unwrap(),
         b
@@ -527,8 +541,9 @@ async fn backups_are_independent_copies() {
         Err(CloudError::BadRequest { .. })
     ));
     let page = c
-        .list_backups(
-            &BackupFilter {
+        .list_copies(
+            CopyKind::Backup,
+            &CopyFilter {
                 volume_id: Some(v.id.clone()),
                 ..Default::default()
             },
@@ -540,7 +555,7 @@ async fn backups_are_independent_copies() {
 
     // A volume with backups can be deleted; the backup restores it.
     c.delete_volume(&v.id, true).await.unwrap();
-    assert_eq!(c.get_backup(&b.id).await.unwrap(), b);
+    assert_eq!(c.get_copy(CopyKind::Backup, &b.id).await.unwrap(), b);
     let mut rreq = vol("restored", 1);
     rreq.source = Some(VolumeSource::Backup(b.id.clone()));
     let r = c.create_volume(&rreq).await.unwrap();
@@ -548,15 +563,23 @@ async fn backups_are_independent_copies() {
     check_pattern(&sd.volume_file(&r.id));
 
     for id in [&b.id, &bs.id] {
-        c.delete_backup(id).await.unwrap();
-        assert!(c.get_backup(id).await.unwrap_err().is_not_found());
+        c.delete_copy(CopyKind::Backup, id).await.unwrap();
         assert!(c
-            .wait_backup(id, &BackupWait::Deleted, soon())
+            .get_copy(CopyKind::Backup, id)
+            .await
+            .unwrap_err()
+            .is_not_found());
+        assert!(c
+            .wait_copy(CopyKind::Backup, id, &CopyWait::Deleted, soon())
             .await
             .unwrap_err()
             .is_not_found());
     }
-    assert!(c.delete_backup(&b.id).await.unwrap_err().is_not_found());
+    assert!(c
+        .delete_copy(CopyKind::Backup, &b.id)
+        .await
+        .unwrap_err()
+        .is_not_found());
     c.delete_volume(&r.id, false).await.unwrap();
     c.delete_volume(&w.id, false).await.unwrap();
 }
@@ -742,7 +765,7 @@ async fn restart_keeps_state_and_reconciles_devices_and_links() {
         (
             c.get_volume(&a.id).await.unwrap(),
             c.get_volume(&i.id).await.unwrap(),
-            c.get_snapshot(&s.id).await.unwrap(),
+            c.get_copy(CopyKind::Snapshot, &s.id).await.unwrap(),
         )
     };
     let device = || {
@@ -756,7 +779,10 @@ async fn restart_keeps_state_and_reconciles_devices_and_links() {
     let c = sd.open(&["node-a"]).await;
     assert_eq!(c.get_volume(&attached.id).await.unwrap(), attached);
     assert_eq!(c.get_volume(&idle.id).await.unwrap(), idle);
-    assert_eq!(c.get_snapshot(&snap.id).await.unwrap(), snap);
+    assert_eq!(
+        c.get_copy(CopyKind::Snapshot, &snap.id).await.unwrap(),
+        snap
+    );
     assert_eq!(sd.bound(), vec![device()]);
     let report = c.reconcile().await.unwrap();
     assert_eq!(report.devices_kept, 1);
@@ -876,7 +902,11 @@ async fn concurrent_calls_stay_consistent() {
     }
     for t in tasks {
         let sid = t.await.unwrap();
-        assert!(c.get_snapshot(&sid).await.unwrap_err().is_not_found());
+        assert!(c
+            .get_copy(CopyKind::Snapshot, &sid)
+            .await
+            .unwrap_err()
+            .is_not_found());
     }
     assert!(c
         .list_volumes(&VolumeFilter::default(), &PageRequest::default())

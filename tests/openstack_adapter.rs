@@ -16,11 +16,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cinder_csi::app::openstack_options;
-use cinder_csi::cloud::openstack::{ApiMetrics, Op, OpenStack, OpenStackOptions, Secret, Service};
+use cinder_csi::cloud::openstack::{ApiMetrics, OpenStack, OpenStackOptions, Secret};
 use cinder_csi::cloud::{
-    BackupFilter, BackupStatus, BackupWait, BlockStorage, CloudError, Compute, MigrationPolicy,
-    NewBackup, NewSnapshot, NewVolume, PageRequest, Resource, SnapshotFilter, SnapshotStatus,
-    SnapshotWait, VolumeFilter, VolumeSource, VolumeStatus, VolumeWait, GIB,
+    CloudError, Copies, CopyFilter, CopyKind, CopyStatus, CopyWait, Health, MigrationPolicy,
+    NewBackup, NewSnapshot, NewVolume, Op, PageRequest, Placement, Resource, Servers, Service,
+    VolumeFilter, VolumeSource, VolumeStatus, VolumeWait, Volumes, GIB,
 };
 use cinder_csi::config;
 use openstack_support::Cloud;
@@ -618,11 +618,11 @@ async fn real_errors_map_to_typed_errors() {
         CloudError::not_found(Resource::Server, &nobody)
     );
     assert_eq!(
-        os.get_snapshot(&nobody).await.unwrap_err(),
+        os.get_copy(CopyKind::Snapshot, &nobody).await.unwrap_err(),
         CloudError::not_found(Resource::Snapshot, &nobody)
     );
     assert_eq!(
-        os.get_backup(&nobody).await.unwrap_err(),
+        os.get_copy(CopyKind::Backup, &nobody).await.unwrap_err(),
         CloudError::not_found(Resource::Backup, &nobody)
     );
     assert_eq!(
@@ -630,7 +630,9 @@ async fn real_errors_map_to_typed_errors() {
         CloudError::not_found(Resource::Volume, &nobody)
     );
     assert_eq!(
-        os.delete_snapshot(&nobody).await.unwrap_err(),
+        os.delete_copy(CopyKind::Snapshot, &nobody)
+            .await
+            .unwrap_err(),
         CloudError::not_found(Resource::Snapshot, &nobody)
     );
     assert_eq!(
@@ -663,9 +665,14 @@ async fn real_errors_map_to_typed_errors() {
         })
         .await
         .unwrap();
-    os.wait_snapshot(&snap.id, &SnapshotWait::Available, deadline())
-        .await
-        .unwrap();
+    os.wait_copy(
+        CopyKind::Snapshot,
+        &snap.id,
+        &CopyWait::Available,
+        deadline(),
+    )
+    .await
+    .unwrap();
     let err = os.delete_volume(&vol.id, false).await.unwrap_err();
     assert!(
         matches!(err, CloudError::Conflict { .. }),
@@ -888,13 +895,19 @@ async fn volume_lifecycle() {
         .await
         .unwrap();
     let snap = os
-        .wait_snapshot(&snap.id, &SnapshotWait::Available, deadline())
+        .wait_copy(
+            CopyKind::Snapshot,
+            &snap.id,
+            &CopyWait::Available,
+            deadline(),
+        )
         .await
         .unwrap();
-    assert_eq!((snap.status, snap.size_gib), (SnapshotStatus::Available, 3));
+    assert_eq!((snap.status, snap.size_gib), (CopyStatus::Available, 3));
     let listed = os
-        .list_snapshots(
-            &SnapshotFilter {
+        .list_copies(
+            CopyKind::Snapshot,
+            &CopyFilter {
                 volume_id: Some(vol.id.clone()),
                 ..Default::default()
             },
@@ -904,8 +917,9 @@ async fn volume_lifecycle() {
         .unwrap();
     assert_eq!(listed.items.len(), 1);
     let listed = os
-        .list_snapshots(
-            &SnapshotFilter {
+        .list_copies(
+            CopyKind::Snapshot,
+            &CopyFilter {
                 name: Some(snap.name.clone()),
                 ..Default::default()
             },
@@ -942,7 +956,11 @@ async fn volume_lifecycle() {
         CloudError::not_found(Resource::Volume, &vol.id)
     );
     assert!(os.get_volume(&vol.id).await.unwrap_err().is_not_found());
-    assert!(os.get_snapshot(&snap.id).await.unwrap_err().is_not_found());
+    assert!(os
+        .get_copy(CopyKind::Snapshot, &snap.id)
+        .await
+        .unwrap_err()
+        .is_not_found());
 }
 
 #[tokio::test]
@@ -963,9 +981,14 @@ async fn backups_and_restore() {
         })
         .await
         .unwrap();
-    os.wait_snapshot(&snap.id, &SnapshotWait::Available, deadline())
-        .await
-        .unwrap();
+    os.wait_copy(
+        CopyKind::Snapshot,
+        &snap.id,
+        &CopyWait::Available,
+        deadline(),
+    )
+    .await
+    .unwrap();
     let backup = os
         .create_backup(&NewBackup {
             name: unique("backup"),
@@ -981,10 +1004,15 @@ async fn backups_and_restore() {
         .unwrap();
     trash.add(Item::Backup(backup.id.clone()));
     let b = os
-        .wait_backup(&backup.id, &BackupWait::Available, deadline())
+        .wait_copy(
+            CopyKind::Backup,
+            &backup.id,
+            &CopyWait::Available,
+            deadline(),
+        )
         .await
         .unwrap();
-    assert_eq!(b.status, BackupStatus::Available);
+    assert_eq!(b.status, CopyStatus::Available);
     assert_eq!(b.snapshot_id.as_deref(), Some(snap.id.as_str()));
     assert_eq!(
         b.metadata
@@ -993,8 +1021,9 @@ async fn backups_and_restore() {
         Some("t")
     );
     let by_volume = os
-        .list_backups(
-            &BackupFilter {
+        .list_copies(
+            CopyKind::Backup,
+            &CopyFilter {
                 volume_id: Some(vol.id.clone()),
                 ..Default::default()
             },
@@ -1011,8 +1040,9 @@ async fn backups_and_restore() {
         vec![backup.id.as_str()]
     );
     let by_name = os
-        .list_backups(
-            &BackupFilter {
+        .list_copies(
+            CopyKind::Backup,
+            &CopyFilter {
                 name: Some(b.name.clone()),
                 ..Default::default()
             },
@@ -1028,23 +1058,27 @@ async fn backups_and_restore() {
     assert_eq!(restored.size_gib, 1);
 
     // Deletion waits end with NotFound once the object is gone (the port's contract).
-    os.delete_snapshot(&snap.id).await.unwrap();
+    os.delete_copy(CopyKind::Snapshot, &snap.id).await.unwrap();
     let gone = os
-        .wait_snapshot(&snap.id, &SnapshotWait::Deleted, deadline())
+        .wait_copy(CopyKind::Snapshot, &snap.id, &CopyWait::Deleted, deadline())
         .await;
     assert_eq!(
         gone.unwrap_err(),
         CloudError::not_found(Resource::Snapshot, &snap.id)
     );
-    os.delete_backup(&backup.id).await.unwrap();
+    os.delete_copy(CopyKind::Backup, &backup.id).await.unwrap();
     let gone = os
-        .wait_backup(&backup.id, &BackupWait::Deleted, deadline())
+        .wait_copy(CopyKind::Backup, &backup.id, &CopyWait::Deleted, deadline())
         .await;
     assert_eq!(
         gone.unwrap_err(),
         CloudError::not_found(Resource::Backup, &backup.id)
     );
-    assert!(os.get_backup(&backup.id).await.unwrap_err().is_not_found());
+    assert!(os
+        .get_copy(CopyKind::Backup, &backup.id)
+        .await
+        .unwrap_err()
+        .is_not_found());
 }
 
 #[tokio::test]
@@ -1282,9 +1316,14 @@ async fn ids_that_cannot_be_ids_touch_nothing() {
         })
         .await
         .unwrap();
-    os.wait_snapshot(&snap.id, &SnapshotWait::Available, deadline())
-        .await
-        .unwrap();
+    os.wait_copy(
+        CopyKind::Snapshot,
+        &snap.id,
+        &CopyWait::Available,
+        deadline(),
+    )
+    .await
+    .unwrap();
     let before = m.snapshot();
     let escape = format!("../volumes/{}", vol.id);
     let cascade = format!("{}?cascade=true", vol.id);
@@ -1292,7 +1331,7 @@ async fn ids_that_cannot_be_ids_touch_nothing() {
     let results = [
         (
             "delete_snapshot ../volumes/<id>",
-            os.delete_snapshot(&escape).await,
+            os.delete_copy(CopyKind::Snapshot, &escape).await,
         ),
         (
             "delete_volume <id>?cascade=true",
@@ -1304,7 +1343,7 @@ async fn ids_that_cannot_be_ids_touch_nothing() {
         ),
         (
             "delete_backup ../volumes/<id>",
-            os.delete_backup(&escape).await,
+            os.delete_copy(CopyKind::Backup, &escape).await,
         ),
         (
             "get_volume detail",
@@ -1312,7 +1351,7 @@ async fn ids_that_cannot_be_ids_touch_nothing() {
         ),
         (
             "get_snapshot ../volumes/<id>",
-            os.get_snapshot(&escape).await.map(|_| ()),
+            os.get_copy(CopyKind::Snapshot, &escape).await.map(|_| ()),
         ),
         (
             "get_server <node>/os-volume_attachments",
@@ -1339,8 +1378,8 @@ async fn ids_that_cannot_be_ids_touch_nothing() {
     );
     let v = os.get_volume(&vol.id).await.unwrap();
     assert_eq!(v.status, VolumeStatus::Available);
-    let s = os.get_snapshot(&snap.id).await.unwrap();
-    assert_eq!(s.status, SnapshotStatus::Available);
+    let s = os.get_copy(CopyKind::Snapshot, &snap.id).await.unwrap();
+    assert_eq!(s.status, CopyStatus::Available);
 }
 
 /// ControllerUnpublishVolume while Nova is still attaching (a publish that ran out of time):
@@ -1360,11 +1399,7 @@ async fn unpublish_during_a_real_attach_in_flight_detaches() {
     let vol = create_available(&os, &trash, new_volume(&unique("inflight"), 1)).await;
     let node = cloud.node(1, "ID").to_string();
     let ctl = Controller::new(
-        cinder_csi::cloud::Clouds::new([cinder_csi::cloud::Cloud {
-            name: String::new(),
-            storage: os.clone(),
-            compute: os.clone(),
-        }]),
+        cinder_csi::cloud::Clouds::new([cinder_csi::cloud::Cloud::new("", os.clone())]),
         ControllerOptions::default(),
     );
     os.attach_volume(&node, &vol.id, false).await.unwrap();

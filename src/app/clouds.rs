@@ -9,8 +9,8 @@ use super::options::openstack_options;
 use super::plan::{local_node_id, Plan};
 use crate::cli::{Backend, ServeArgs};
 use crate::cloud::local::{LocalCloud, LocalOptions};
-use crate::cloud::openstack::{self, ApiMetrics, ApiObserver, OpenStack};
-use crate::cloud::{Cloud, Clouds};
+use crate::cloud::openstack::{ApiMetrics, ApiObserver, OpenStack, ProxyOptions};
+use crate::cloud::{Cloud, Clouds, Op};
 use crate::config::{BlockStorageConfig, GlobalConfig};
 use crate::driver::probe::CloudHealthObserver;
 use crate::metrics::Metrics;
@@ -19,7 +19,7 @@ use crate::metrics::Metrics;
 struct ApiToPrometheus(Arc<Metrics>);
 
 impl ApiObserver for ApiToPrometheus {
-    fn observe(&self, op: openstack::Op, latency: Duration, failed: bool) {
+    fn observe(&self, op: Op, latency: Duration, failed: bool) {
         self.0
             .observe_api_request(op.name(), latency.as_secs_f64(), failed);
     }
@@ -51,7 +51,7 @@ pub async fn openstack_cloud(
 ) -> Result<OpenStack, AppError> {
     let mut opts = openstack_options(global, bs);
     // Upstream's Go transport honours HTTP(S)_PROXY / NO_PROXY; so do we.
-    opts.proxy = openstack::ProxyOptions::from_env(|k| std::env::var(k).ok());
+    opts.proxy = ProxyOptions::from_env(|k| std::env::var(k).ok());
     OpenStack::new(name, &opts, api_metrics.clone())
         .await
         .map_err(AppError::Config)
@@ -80,11 +80,7 @@ pub async fn build_clouds(
                 .await
                 .map_err(|e| AppError::Runtime(format!("local backend: {e}")))?,
             );
-            Ok(Clouds::new([Cloud {
-                name: String::new(),
-                storage: local.clone(),
-                compute: local,
-            }]))
+            Ok(Clouds::new([Cloud::new("", local)]))
         }
         Backend::Openstack => Ok(openstack_clouds(plan, metrics).await?.0),
     }

@@ -40,9 +40,9 @@ async fn local_backend_builds_one_default_cloud() {
         .unwrap();
     let cloud = clouds.get("").expect("the default cloud");
     assert_eq!(clouds.len(), 1);
-    assert_eq!(cloud.compute.get_server("n1").await.unwrap().id, "n1");
+    assert_eq!(cloud.servers.get_server("n1").await.unwrap().id, "n1");
     assert!(cloud
-        .compute
+        .servers
         .get_server("n2")
         .await
         .unwrap_err()
@@ -120,5 +120,5 @@ async fn every_section_becomes_a_cloud_without_a_request() {
     };
     let (clouds, api) = openstack_clouds(&plan, &Metrics::new()).await.unwrap();
     assert_eq!(clouds.names().collect::<Vec<_>>(), vec!["", "b"]);
-    assert_eq!(api.snapshot().requests(openstack::Service::Keystone), 0);
+    assert_eq!(api.snapshot().requests(crate::cloud::Service::Keystone), 0);
 }

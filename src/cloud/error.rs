@@ -117,6 +117,24 @@ impl CloudError {
     pub fn is_not_found(&self) -> bool {
         matches!(self, Self::NotFound { .. })
     }
+
+    /// An `ErrorState` without a reason gets `reason` (what the adapter knows of the failure).
+    pub fn or_reason(self, reason: &Option<String>) -> Self {
+        match self {
+            Self::ErrorState {
+                resource,
+                id,
+                status,
+                reason: None,
+            } => Self::ErrorState {
+                resource,
+                id,
+                status,
+                reason: reason.clone(),
+            },
+            other => other,
+        }
+    }
 }
 
 pub type CloudResult<T> = Result<T, CloudError>;

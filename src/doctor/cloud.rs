@@ -284,11 +284,11 @@ pub async fn port(
     timeout: Duration,
 ) -> Vec<Check> {
     let mut out = Vec::new();
-    let cap = bounded(timeout, "quota", cloud.storage.capacity(None, None)).await;
+    let cap = bounded(timeout, "quota", cloud.placement.capacity(None, None)).await;
     out.push(quota(&cloud.name, &cap));
     let mut zone = node_zone.map(str::to_string);
     if let Some(id) = server_id {
-        let s = bounded(timeout, "Nova", cloud.compute.get_server(id)).await;
+        let s = bounded(timeout, "Nova", cloud.servers.get_server(id)).await;
         out.push(server(&cloud.name, id, &s));
         if zone.is_none() {
             zone = s
@@ -297,7 +297,12 @@ pub async fn port(
                 .map(|z| topology_value(&z));
         }
     }
-    let z = bounded(timeout, "Cinder zones", cloud.storage.availability_zones()).await;
+    let z = bounded(
+        timeout,
+        "Cinder zones",
+        cloud.placement.availability_zones(),
+    )
+    .await;
     out.push(zones(&cloud.name, &z, zone.as_deref(), ignore_volume_az));
     out
 }

@@ -109,7 +109,7 @@ impl CloudMonitor {
     }
 
     async fn check_one(&self, cloud: &Cloud) -> bool {
-        let result = match tokio::time::timeout(CLOUD_CHECK_TIMEOUT, cloud.storage.check()).await {
+        let result = match tokio::time::timeout(CLOUD_CHECK_TIMEOUT, cloud.health.check()).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => Err(e.to_string()),
             Err(_) => Err(format!(

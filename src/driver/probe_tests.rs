@@ -1,8 +1,8 @@
 use std::sync::Mutex as StdMutex;
 
 use super::*;
-use crate::cloud::fake::{FakeCloud, Op};
-use crate::cloud::CloudError;
+use crate::cloud::fake::FakeCloud;
+use crate::cloud::{CloudError, Op};
 use crate::driver::node::{NodeCore, NodeHealth, NodeOptions};
 use crate::host::fake::FakeHost;
 use crate::metadata::{InstanceMetadata, Metadata, MetadataError};
@@ -41,10 +41,10 @@ async fn monitor_reports_each_cloud_without_asking_on_read() {
     for _ in 0..5 {
         monitor.check().await.unwrap();
     }
-    assert_eq!((a.calls(Op::Check), b.calls(Op::Check)), (1, 1));
+    assert_eq!((a.calls(Op::VolumeList), b.calls(Op::VolumeList)), (1, 1));
 
     // One region down: only that cloud is reported, the other stays up.
-    b.fail_next(Op::Check, unavailable());
+    b.fail_next(Op::VolumeList, unavailable());
     assert!(!monitor.check_all().await);
     let not = monitor.check().await.unwrap_err();
     assert!(not.transient);

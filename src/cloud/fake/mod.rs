@@ -1,17 +1,17 @@
-//! One stateful in-memory fake of the whole cloud port (BlockStorage + Compute) for fast tests
-//! of the controller core. It behaves like Cinder and Nova where the core can tell the
-//! difference: objects pass through transitional states (`creating`, `attaching`,
-//! `detaching`, `extending`, `retyping`, `deleting`) and settle after a configurable number
-//! of observations; operations refused by Cinder in the wrong state are refused here with the
-//! same error kind; waits honour the deadline. Every operation is counted and can be made to
-//! fail once with an injected error.
+//! One stateful in-memory fake of the whole cloud port (every role) for fast tests of the
+//! controller core. It behaves like Cinder and Nova where the core can tell the difference:
+//! objects pass through transitional states (`creating`, `attaching`, `detaching`,
+//! `extending`, `retyping`, `deleting`) and settle after a configurable number of
+//! observations; operations refused by Cinder in the wrong state are refused here with the
+//! same error kind; waits honour the deadline. Every operation is counted by the port's `Op`
+//! (the request the real cloud would be sent) and can be made to fail once with an injected
+//! error. Each role is implemented in its file: volumes, copies, servers, placement.
 //!
 //! Built only for tests (`cfg(test)` or the `test-support` feature), never in a release.
 
-mod block;
-mod compute;
-mod ops;
-mod snapshots;
+mod copies;
+mod placement;
+mod servers;
 mod state;
 mod volumes;
 
@@ -19,13 +19,20 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use tokio::time::Instant;
+
+use super::poll::{poll, Look, Pace};
 use super::{
-    Backup, Capacity, Cloud, CloudError, CloudResult, Server, Snapshot, Volume, VolumeStatus,
-    VolumeType,
+    Capacity, Cloud, CloudError, CloudResult, CopyKind, CopyStatus, Op, Resource, Server, Volume,
+    VolumeCopy, VolumeStatus, VolumeType,
 };
 use state::State;
 
-pub use ops::{Op, DEFAULT_SETTLE_AFTER, FAKE_POLL_INTERVAL};
+pub use state::DEFAULT_SETTLE_AFTER;
+
+/// How often a fake wait looks again. Tests run with a paused tokio clock, so this costs no
+/// real time; it only bounds how many observations a wait makes per simulated second.
+pub const FAKE_POLL_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The fake cloud. Cheap to clone through `Arc`; all state sits behind one mutex that is never
 /// held across an `.await`.
@@ -39,13 +46,9 @@ impl FakeCloud {
         Arc::new(Self::default())
     }
 
-    /// A port [`Cloud`] named `name` backed by this fake (storage and compute alike).
+    /// A port [`Cloud`] named `name` backed by this fake in every role.
     pub fn cloud(self: &Arc<Self>, name: &str) -> Cloud {
-        Cloud {
-            name: name.to_string(),
-            storage: self.clone(),
-            compute: self.clone(),
-        }
+        Cloud::new(name, self.clone())
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -55,6 +58,23 @@ impl FakeCloud {
     /// Count a call of `op` and return the injected failure, if one is queued.
     fn enter(&self, op: Op) -> CloudResult<()> {
         self.lock().enter(op)
+    }
+
+    /// Look with `look` at the fake's pace until it is done, fails, or `deadline` passes.
+    async fn wait_until<T>(
+        &self,
+        resource: Resource,
+        id: &str,
+        wanted: String,
+        deadline: Instant,
+        mut look: impl FnMut(&mut State) -> CloudResult<Look<T>>,
+    ) -> CloudResult<T> {
+        let pace = Pace::every(FAKE_POLL_INTERVAL);
+        poll(resource, id, wanted, deadline, pace, || {
+            let r = look(&mut self.lock());
+            async move { r }
+        })
+        .await
     }
 
     // ---- configuration ------------------------------------------------------------------
@@ -134,10 +154,10 @@ impl FakeCloud {
     }
 
     /// Put a backup into `status` at once, dropping any transition.
-    pub fn set_backup_status(&self, id: &str, status: super::BackupStatus) {
+    pub fn set_backup_status(&self, id: &str, status: CopyStatus) {
         let mut s = self.lock();
         if let Some(b) = s.backups.get_mut(id) {
-            b.backup.status = status;
+            b.copy.status = status;
             b.pending = None;
         }
     }
@@ -146,7 +166,7 @@ impl FakeCloud {
     pub fn backdate_backup(&self, id: &str, by: Duration) {
         let mut s = self.lock();
         if let Some(b) = s.backups.get_mut(id) {
-            b.backup.created_at = b.backup.created_at.and_then(|t| t.checked_sub(by));
+            b.copy.created_at = b.copy.created_at.and_then(|t| t.checked_sub(by));
         }
     }
 
@@ -209,24 +229,28 @@ impl FakeCloud {
         self.lock().sorted_volumes().into_iter().cloned().collect()
     }
 
-    pub fn snapshot(&self, id: &str) -> Option<Snapshot> {
-        self.lock().snapshots.get(id).map(|s| s.snapshot.clone())
+    pub fn snapshot(&self, id: &str) -> Option<VolumeCopy> {
+        self.lock().snapshots.get(id).map(|s| s.copy.clone())
     }
 
-    pub fn snapshots(&self) -> Vec<Snapshot> {
+    pub fn snapshots(&self) -> Vec<VolumeCopy> {
+        self.copies(CopyKind::Snapshot)
+    }
+
+    pub fn backup(&self, id: &str) -> Option<VolumeCopy> {
+        self.lock().backups.get(id).map(|b| b.copy.clone())
+    }
+
+    pub fn backups(&self) -> Vec<VolumeCopy> {
+        self.copies(CopyKind::Backup)
+    }
+
+    fn copies(&self, kind: CopyKind) -> Vec<VolumeCopy> {
         self.lock()
-            .sorted_snapshots()
+            .sorted_copies(kind)
             .into_iter()
             .cloned()
             .collect()
-    }
-
-    pub fn backup(&self, id: &str) -> Option<Backup> {
-        self.lock().backups.get(id).map(|b| b.backup.clone())
-    }
-
-    pub fn backups(&self) -> Vec<Backup> {
-        self.lock().sorted_backups().into_iter().cloned().collect()
     }
 
     /// Settle every pending transition at once (as if Cinder caught up).

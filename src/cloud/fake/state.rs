@@ -2,11 +2,13 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use super::ops::{Op, DEFAULT_SETTLE_AFTER};
 use crate::cloud::{
-    Attachment, Backup, BackupStatus, Capacity, CloudError, CloudResult, Page, PageRequest,
-    RequestId, Server, Snapshot, SnapshotStatus, Volume, VolumeStatus, VolumeType, GIB,
+    Attachment, Capacity, CloudError, CloudResult, CopyKind, CopyStatus, Op, Page, PageRequest,
+    RequestId, Server, Volume, VolumeCopy, VolumeStatus, VolumeType, GIB,
 };
+
+/// Default number of observations an object stays in a transitional state.
+pub const DEFAULT_SETTLE_AFTER: u32 = 2;
 
 /// What a pending transition does when it settles.
 #[derive(Debug, Clone)]
@@ -55,17 +57,11 @@ pub(super) enum ObjAction {
     Deleted,
 }
 
+/// A snapshot or a backup.
 #[derive(Debug, Clone)]
-pub(super) struct FakeSnapshot {
+pub(super) struct FakeCopy {
     pub seq: u64,
-    pub snapshot: Snapshot,
-    pub pending: Option<Pending<ObjAction>>,
-}
-
-#[derive(Debug, Clone)]
-pub(super) struct FakeBackup {
-    pub seq: u64,
-    pub backup: Backup,
+    pub copy: VolumeCopy,
     pub pending: Option<Pending<ObjAction>>,
 }
 
@@ -73,8 +69,8 @@ pub(super) struct State {
     pub settle_after: u32,
     pub seq: u64,
     pub volumes: BTreeMap<String, FakeVolume>,
-    pub snapshots: BTreeMap<String, FakeSnapshot>,
-    pub backups: BTreeMap<String, FakeBackup>,
+    pub snapshots: BTreeMap<String, FakeCopy>,
+    pub backups: BTreeMap<String, FakeCopy>,
     pub servers: BTreeMap<String, Server>,
     pub types: BTreeMap<String, VolumeType>,
     pub calls: BTreeMap<Op, u64>,
@@ -167,6 +163,13 @@ impl State {
             Some(err) => Err(err),
             None => Ok(()),
         }
+    }
+
+    /// A volume type by id or name.
+    pub fn find_type(&self, name_or_id: &str) -> Option<&VolumeType> {
+        self.types
+            .get(name_or_id)
+            .or_else(|| self.types.values().find(|t| t.name == name_or_id))
     }
 
     pub fn new_id(&mut self, kind: &str) -> String {
@@ -279,45 +282,36 @@ impl State {
         }
     }
 
-    pub fn observe_snapshot(&mut self, id: &str) -> Option<Snapshot> {
-        let s = self.snapshots.get_mut(id)?;
-        if let Some(p) = s.pending.as_mut() {
-            if p.remaining == 0 {
-                match s.pending.take().map(|p| p.action) {
-                    Some(ObjAction::Created { error }) => {
-                        s.snapshot.status = if error {
-                            SnapshotStatus::Error
-                        } else {
-                            SnapshotStatus::Available
-                        }
-                    }
-                    Some(ObjAction::Deleted) => {
-                        self.snapshots.remove(id);
-                        return None;
-                    }
-                    None => {}
-                }
-            } else {
-                p.remaining -= 1;
-            }
+    pub fn copies(&self, kind: CopyKind) -> &BTreeMap<String, FakeCopy> {
+        match kind {
+            CopyKind::Snapshot => &self.snapshots,
+            CopyKind::Backup => &self.backups,
         }
-        self.snapshots.get(id).map(|s| s.snapshot.clone())
     }
 
-    pub fn observe_backup(&mut self, id: &str) -> Option<Backup> {
-        let b = self.backups.get_mut(id)?;
-        if let Some(p) = b.pending.as_mut() {
+    pub fn copies_mut(&mut self, kind: CopyKind) -> &mut BTreeMap<String, FakeCopy> {
+        match kind {
+            CopyKind::Snapshot => &mut self.snapshots,
+            CopyKind::Backup => &mut self.backups,
+        }
+    }
+
+    /// Observe a snapshot or backup: settle or advance its transition.
+    pub fn observe_copy(&mut self, kind: CopyKind, id: &str) -> Option<VolumeCopy> {
+        let copies = self.copies_mut(kind);
+        let c = copies.get_mut(id)?;
+        if let Some(p) = c.pending.as_mut() {
             if p.remaining == 0 {
-                match b.pending.take().map(|p| p.action) {
+                match c.pending.take().map(|p| p.action) {
                     Some(ObjAction::Created { error }) => {
-                        b.backup.status = if error {
-                            BackupStatus::Error
+                        c.copy.status = if error {
+                            CopyStatus::Error
                         } else {
-                            BackupStatus::Available
+                            CopyStatus::Available
                         }
                     }
                     Some(ObjAction::Deleted) => {
-                        self.backups.remove(id);
+                        copies.remove(id);
                         return None;
                     }
                     None => {}
@@ -326,7 +320,7 @@ impl State {
                 p.remaining -= 1;
             }
         }
-        self.backups.get(id).map(|b| b.backup.clone())
+        copies.get(id).map(|c| c.copy.clone())
     }
 
     pub fn settle_all(&mut self) {
@@ -342,23 +336,15 @@ impl State {
                     }
                 }
             }
-            let ids: Vec<String> = self.snapshots.keys().cloned().collect();
-            for id in ids {
-                if let Some(s) = self.snapshots.get_mut(&id) {
-                    if let Some(p) = s.pending.as_mut() {
-                        p.remaining = 0;
-                        any = true;
-                        self.observe_snapshot(&id);
-                    }
-                }
-            }
-            let ids: Vec<String> = self.backups.keys().cloned().collect();
-            for id in ids {
-                if let Some(b) = self.backups.get_mut(&id) {
-                    if let Some(p) = b.pending.as_mut() {
-                        p.remaining = 0;
-                        any = true;
-                        self.observe_backup(&id);
+            for kind in [CopyKind::Snapshot, CopyKind::Backup] {
+                let ids: Vec<String> = self.copies(kind).keys().cloned().collect();
+                for id in ids {
+                    if let Some(c) = self.copies_mut(kind).get_mut(&id) {
+                        if let Some(p) = c.pending.as_mut() {
+                            p.remaining = 0;
+                            any = true;
+                            self.observe_copy(kind, &id);
+                        }
                     }
                 }
             }
@@ -376,15 +362,9 @@ impl State {
         v.into_iter().map(|v| &v.volume).collect()
     }
 
-    pub fn sorted_snapshots(&self) -> Vec<&Snapshot> {
-        let mut v: Vec<&FakeSnapshot> = self.snapshots.values().collect();
-        v.sort_by_key(|s| s.seq);
-        v.into_iter().map(|s| &s.snapshot).collect()
-    }
-
-    pub fn sorted_backups(&self) -> Vec<&Backup> {
-        let mut v: Vec<&FakeBackup> = self.backups.values().collect();
-        v.sort_by_key(|b| b.seq);
-        v.into_iter().map(|b| &b.backup).collect()
+    pub fn sorted_copies(&self, kind: CopyKind) -> Vec<&VolumeCopy> {
+        let mut v: Vec<&FakeCopy> = self.copies(kind).values().collect();
+        v.sort_by_key(|c| c.seq);
+        v.into_iter().map(|c| &c.copy).collect()
     }
 }

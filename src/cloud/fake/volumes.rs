@@ -1,21 +1,110 @@
-//! Cinder's rules for volumes on the fake: create (sources, AZ, quota), delete, extend, retype.
+//! `Volumes` on the fake: Cinder's rules for volumes: create (sources, AZ, quota), delete,
+//! extend, retype; reads and waits move pending transitions forward.
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
-use super::block::find_type;
-use super::state::{bad_request, conflict, FakeVolume, State, VolumeAction};
-use super::Op;
+use async_trait::async_trait;
+use tokio::time::Instant;
+
+use super::state::{bad_request, conflict, paginate, FakeVolume, State, VolumeAction};
+use super::FakeCloud;
+use crate::cloud::poll::Look;
 use crate::cloud::{
-    BackupStatus, CloudError, CloudResult, MigrationPolicy, NewVolume, Resource, SnapshotStatus,
-    Volume, VolumeSource, VolumeStatus,
+    CloudError, CloudResult, CopyStatus, MigrationPolicy, NewVolume, Op, Page, PageRequest,
+    Resource, Volume, VolumeFilter, VolumeSource, VolumeStatus, VolumeWait, Volumes,
 };
 
+#[async_trait]
+impl Volumes for FakeCloud {
+    async fn create_volume(&self, req: &NewVolume) -> CloudResult<Volume> {
+        self.lock().create_volume(req)
+    }
+
+    async fn get_volume(&self, id: &str) -> CloudResult<Volume> {
+        let mut s = self.lock();
+        s.enter(Op::VolumeGet)?;
+        s.observe_volume(id)
+            .ok_or_else(|| CloudError::not_found(Resource::Volume, id))
+    }
+
+    async fn list_volumes(
+        &self,
+        filter: &VolumeFilter,
+        page: &PageRequest,
+    ) -> CloudResult<Page<Volume>> {
+        let mut s = self.lock();
+        s.enter(Op::VolumeList)?;
+        let ids: Vec<String> = s.sorted_volumes().iter().map(|v| v.id.clone()).collect();
+        let mut items = Vec::new();
+        for id in &ids {
+            if let Some(v) = s.observe_volume(id) {
+                let name_ok = filter.name.as_ref().is_none_or(|n| &v.name == n);
+                let meta_ok = filter
+                    .metadata
+                    .iter()
+                    .all(|(k, val)| v.metadata.get(k) == Some(val));
+                if name_ok && meta_ok {
+                    items.push((id.clone(), v));
+                }
+            }
+        }
+        paginate(items, &ids, page)
+    }
+
+    async fn delete_volume(&self, id: &str, cascade: bool) -> CloudResult<()> {
+        self.lock().delete_volume(id, cascade)
+    }
+
+    async fn extend_volume(&self, id: &str, new_size_gib: u64, online: bool) -> CloudResult<()> {
+        self.lock().extend_volume(id, new_size_gib, online)
+    }
+
+    async fn retype_volume(
+        &self,
+        id: &str,
+        new_type: &str,
+        policy: MigrationPolicy,
+    ) -> CloudResult<()> {
+        self.lock().retype_volume(id, new_type, policy)
+    }
+
+    /// Counted as one `volume_watch_list`, however many looks it takes.
+    async fn wait_volume(
+        &self,
+        id: &str,
+        until: &VolumeWait,
+        deadline: Instant,
+    ) -> CloudResult<Volume> {
+        self.enter(Op::VolumeWatch)?;
+        let started = Instant::now();
+        self.wait_until(Resource::Volume, id, until.wanted(), deadline, |s| {
+            volume_look(s, id, until, started.elapsed())
+        })
+        .await
+    }
+}
+
+fn volume_look(
+    s: &mut State,
+    id: &str,
+    until: &VolumeWait,
+    waited: Duration,
+) -> CloudResult<Look<Volume>> {
+    let Some(v) = s.observe_volume(id) else {
+        return Err(CloudError::not_found(Resource::Volume, id));
+    };
+    let reason = s.volumes.get(id).and_then(|f| f.error_reason.clone());
+    let verdict = until.verdict(&v, waited);
+    let status = v.status.clone();
+    Look::judged(verdict, v, status).map_err(|e| e.or_reason(&reason))
+}
+
 impl State {
-    pub fn create_volume(&mut self, req: &NewVolume) -> CloudResult<Volume> {
-        self.enter(Op::CreateVolume)?;
+    fn create_volume(&mut self, req: &NewVolume) -> CloudResult<Volume> {
+        self.enter(Op::VolumeCreate)?;
         let (type_name, multiattach) = match &req.volume_type {
             None => (None, false),
-            Some(t) => match find_type(self, t) {
+            Some(t) => match self.find_type(t) {
                 Some(t) => (Some(t.name.clone()), t.multiattach),
                 None => return Err(CloudError::not_found(Resource::VolumeType, t)),
             },
@@ -36,9 +125,9 @@ impl State {
                 let snap = self
                     .snapshots
                     .get(id)
-                    .map(|f| f.snapshot.clone())
+                    .map(|f| f.copy.clone())
                     .ok_or_else(|| CloudError::not_found(Resource::Snapshot, id))?;
-                if snap.status != SnapshotStatus::Available {
+                if snap.status != CopyStatus::Available {
                     return Err(bad_request(format!(
                         "Originating snapshot status must be one of 'available' values, is {}",
                         snap.status
@@ -76,9 +165,9 @@ impl State {
                 let b = self
                     .backups
                     .get(id)
-                    .map(|f| f.backup.clone())
+                    .map(|f| f.copy.clone())
                     .ok_or_else(|| CloudError::not_found(Resource::Backup, id))?;
-                if b.status != BackupStatus::Available {
+                if b.status != CopyStatus::Available {
                     return Err(bad_request(format!(
                         "Backup status must be available, is {}",
                         b.status
@@ -125,8 +214,8 @@ impl State {
         Ok(volume)
     }
 
-    pub fn delete_volume(&mut self, id: &str, cascade: bool) -> CloudResult<()> {
-        self.enter(Op::DeleteVolume)?;
+    fn delete_volume(&mut self, id: &str, cascade: bool) -> CloudResult<()> {
+        self.enter(Op::VolumeDelete)?;
         let v = self
             .observe_volume(id)
             .ok_or_else(|| CloudError::not_found(Resource::Volume, id))?;
@@ -145,8 +234,8 @@ impl State {
         let snaps: Vec<String> = self
             .snapshots
             .values()
-            .filter(|f| f.snapshot.volume_id == id)
-            .map(|f| f.snapshot.id.clone())
+            .filter(|f| f.copy.volume_id == id)
+            .map(|f| f.copy.id.clone())
             .collect();
         if !snaps.is_empty() {
             if !cascade {
@@ -167,8 +256,8 @@ impl State {
         Ok(())
     }
 
-    pub fn extend_volume(&mut self, id: &str, new_size_gib: u64, online: bool) -> CloudResult<()> {
-        self.enter(Op::ExtendVolume)?;
+    fn extend_volume(&mut self, id: &str, new_size_gib: u64, online: bool) -> CloudResult<()> {
+        self.enter(Op::VolumeExtend)?;
         let v = self
             .observe_volume(id)
             .ok_or_else(|| CloudError::not_found(Resource::Volume, id))?;
@@ -197,17 +286,18 @@ impl State {
         Ok(())
     }
 
-    pub fn retype_volume(
+    fn retype_volume(
         &mut self,
         id: &str,
         new_type: &str,
         policy: MigrationPolicy,
     ) -> CloudResult<()> {
-        self.enter(Op::RetypeVolume)?;
+        self.enter(Op::VolumeRetype)?;
         let v = self
             .observe_volume(id)
             .ok_or_else(|| CloudError::not_found(Resource::Volume, id))?;
-        let t = find_type(self, new_type)
+        let t = self
+            .find_type(new_type)
             .cloned()
             .ok_or_else(|| CloudError::not_found(Resource::VolumeType, new_type))?;
         if !matches!(v.status, VolumeStatus::Available | VolumeStatus::InUse) {

@@ -1,16 +1,54 @@
 //! Compute on this machine: servers are the node ids this backend knows, attaching binds a
 //! loop device over the volume's file and links `by-id/virtio-<id[:20]>` to it, detaching
 //! removes both. Nova's rules apply: one server per volume unless the volume is multiattach.
+//! Everything but a known node's lookup runs on the blocking pool (the ioctls, the records).
 
 use std::path::Path;
 
-use super::backend::{bad_request, conflict, io_error, valid_node_id, Inner};
+use async_trait::async_trait;
+
+use super::backend::{bad_request, conflict, io_error, valid_node_id, Inner, LocalCloud};
 use super::loopdev::{self, LoopDevice};
 use super::records::{AttachmentRecord, VolumeRecord, ZONE};
 use super::store::{self, Kind, TMP_SUFFIX};
-use crate::cloud::{CloudError, CloudResult, Resource, Server, ServerAttachment, VolumeStatus};
+use crate::cloud::{
+    CloudError, CloudResult, Resource, Server, ServerAttachment, Servers, VolumeStatus,
+};
 
-pub(super) fn server(id: &str) -> Server {
+#[async_trait]
+impl Servers for LocalCloud {
+    async fn get_server(&self, id: &str) -> CloudResult<Server> {
+        if self.inner.nodes.contains(id) {
+            return Ok(server(id));
+        }
+        let id = id.to_string();
+        self.blocking(move |inner| inner.get_server(&id)).await
+    }
+
+    async fn attach_volume(
+        &self,
+        server_id: &str,
+        volume_id: &str,
+        multiattach: bool,
+    ) -> CloudResult<ServerAttachment> {
+        let (s, v) = (server_id.to_string(), volume_id.to_string());
+        self.blocking(move |inner| inner.attach_volume(&s, &v, multiattach))
+            .await
+    }
+
+    async fn detach_volume(&self, server_id: &str, volume_id: &str) -> CloudResult<()> {
+        let (s, v) = (server_id.to_string(), volume_id.to_string());
+        self.blocking(move |inner| inner.detach_volume(&s, &v))
+            .await
+    }
+
+    async fn list_attachments(&self, server_id: &str) -> CloudResult<Vec<ServerAttachment>> {
+        let s = server_id.to_string();
+        self.blocking(move |inner| inner.list_attachments(&s)).await
+    }
+}
+
+fn server(id: &str) -> Server {
     Server {
         id: id.to_string(),
         name: id.to_string(),

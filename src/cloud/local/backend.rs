@@ -1,18 +1,30 @@
 //! The local backend's state: records in memory behind one lock, the ops mutex that serialises
-//! mutations, and the open/reconcile at startup. The operations are in the files named for
-//! them (volumes, attach, snapshots, backups), each an `impl Inner` block.
+//! mutations, and the open/reconcile at startup; and the small roles (placement: the two
+//! types, the one zone, free space; health). The operations are in the files named for them
+//! (volumes, sources, attach, copies, snapshots, backups), each an `impl Inner` block and the
+//! role's trait.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use std::time::Duration;
+
+use async_trait::async_trait;
 use nix::fcntl::{Flock, FlockArg};
 
 use super::reconcile_report::ReconcileReport;
-use super::records::{CopyRecord, VolumeRecord, ZONE};
+use super::records::{self, CopyRecord, VolumeRecord, ZONE};
 use super::store::{Kind, Layout};
-use crate::cloud::{Capacity, CloudError, CloudResult, GIB};
+use crate::cloud::poll::Pace;
+use crate::cloud::{
+    Capacity, CloudError, CloudResult, CopyKind, Health, Placement, Resource, VolumeType, GIB,
+};
+
+/// Operations finish before they return, so a wait is normally satisfied at its first look;
+/// it looks again this often while a concurrent operation finishes.
+pub(super) const PACE: Pace = Pace::every(Duration::from_millis(50));
 
 /// How to open the backend.
 #[derive(Debug, Clone)]
@@ -34,6 +46,15 @@ pub(super) struct State {
     pub(super) volumes: BTreeMap<String, VolumeRecord>,
     pub(super) snapshots: BTreeMap<String, CopyRecord>,
     pub(super) backups: BTreeMap<String, CopyRecord>,
+}
+
+impl State {
+    pub(super) fn copies(&self, kind: CopyKind) -> &BTreeMap<String, CopyRecord> {
+        match kind {
+            CopyKind::Snapshot => &self.snapshots,
+            CopyKind::Backup => &self.backups,
+        }
+    }
 }
 
 pub(super) struct Inner {
@@ -239,8 +260,8 @@ impl Inner {
         volume_type: Option<&str>,
     ) -> CloudResult<Capacity> {
         if let Some(t) = volume_type {
-            if super::records::find_volume_type(t).is_none() {
-                return Err(CloudError::not_found(crate::cloud::Resource::VolumeType, t));
+            if records::find_volume_type(t).is_none() {
+                return Err(CloudError::not_found(Resource::VolumeType, t));
             }
         }
         if az.is_some_and(|z| z != ZONE) {
@@ -283,5 +304,44 @@ impl Inner {
             });
         }
         Ok(())
+    }
+}
+
+#[async_trait]
+impl Placement for LocalCloud {
+    async fn get_volume_type(&self, name_or_id: &str) -> CloudResult<VolumeType> {
+        records::find_volume_type(name_or_id)
+            .ok_or_else(|| CloudError::not_found(Resource::VolumeType, name_or_id))
+    }
+
+    async fn availability_zones(&self) -> CloudResult<Vec<String>> {
+        Ok(vec![ZONE.to_string()])
+    }
+
+    async fn capacity(
+        &self,
+        availability_zone: Option<&str>,
+        volume_type: Option<&str>,
+    ) -> CloudResult<Capacity> {
+        let (az, vt) = (
+            availability_zone.map(str::to_string),
+            volume_type.map(str::to_string),
+        );
+        self.blocking(move |inner| inner.capacity(az.as_deref(), vt.as_deref()))
+            .await
+    }
+}
+
+#[async_trait]
+impl Health for LocalCloud {
+    /// The state directory is still there.
+    async fn check(&self) -> CloudResult<()> {
+        self.blocking(|inner| {
+            let root = inner.layout.root();
+            std::fs::metadata(root.join("volumes"))
+                .map(|_| ())
+                .map_err(|e| io_error(format_args!("state directory {}", root.display()), e))
+        })
+        .await
     }
 }

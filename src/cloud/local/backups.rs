@@ -1,16 +1,14 @@
-//! Backups: like snapshots, kept under `backups/`, independent of their volume (a volume with
+//! Making and deleting backups: like snapshots, kept under `backups/`, independent of their volume (a volume with
 //! backups can be deleted, as in Cinder), optionally taken from one of its snapshots.
 
 use std::path::PathBuf;
 
 use super::backend::{bad_request, conflict, Inner};
 use super::data::{self, Source};
-use super::paging::paginate;
 use super::records::{self, CopyRecord, RECORD_VERSION, ZONE};
 use super::store::Kind;
 use crate::cloud::{
-    Backup, BackupFilter, BackupStatus, CloudError, CloudResult, NewBackup, Page, PageRequest,
-    Resource, VolumeStatus,
+    CloudError, CloudResult, CopyKind, CopyStatus, NewBackup, Resource, VolumeCopy, VolumeStatus,
 };
 
 fn not_found(id: &str) -> CloudError {
@@ -18,31 +16,7 @@ fn not_found(id: &str) -> CloudError {
 }
 
 impl Inner {
-    pub(super) fn get_backup(&self, id: &str) -> CloudResult<Backup> {
-        self.read()
-            .backups
-            .get(id)
-            .map(CopyRecord::to_backup)
-            .ok_or_else(|| not_found(id))
-    }
-
-    pub(super) fn list_backups(
-        &self,
-        filter: &BackupFilter,
-        page: &PageRequest,
-    ) -> CloudResult<Page<Backup>> {
-        let items = self
-            .read()
-            .backups
-            .values()
-            .filter(|b| filter.name.as_ref().is_none_or(|n| &b.name == n))
-            .filter(|b| filter.volume_id.as_ref().is_none_or(|v| &b.volume_id == v))
-            .map(|b| (b.created_at_ms, b.id.clone(), b.to_backup()))
-            .collect();
-        paginate(items, page)
-    }
-
-    pub(super) fn create_backup(&self, req: &NewBackup) -> CloudResult<Backup> {
+    pub(super) fn create_backup(&self, req: &NewBackup) -> CloudResult<VolumeCopy> {
         if let Some(az) = req.availability_zone.as_deref().filter(|z| *z != ZONE) {
             return Err(bad_request(format!(
                 "availability zone {az:?} is invalid: the local backend has only {ZONE:?}"
@@ -59,7 +33,7 @@ impl Inner {
                 volume_id: req.volume_id.clone(),
                 snapshot_id: req.snapshot_id.clone(),
                 size_gib,
-                status: BackupStatus::Creating.as_str().to_string(),
+                status: CopyStatus::Creating.as_str().to_string(),
                 error_reason: None,
                 metadata: req.metadata.clone(),
                 created_at_ms: records::now_ms(),
@@ -77,8 +51,8 @@ impl Inner {
             }),
             0,
         );
-        let rec = self.finish_copy(Kind::Backup, &rec.id, result)?;
-        Ok(rec.to_backup())
+        let rec = self.finish_copy(CopyKind::Backup, &rec.id, result)?;
+        Ok(rec.to_copy(CopyKind::Backup))
     }
 
     /// Size, data file and (for an attached volume) loop device to back up. Call with `ops`.
@@ -137,7 +111,7 @@ impl Inner {
                 }
                 b.clone()
             };
-        rec.status = BackupStatus::Deleting.as_str().to_string();
+        rec.status = CopyStatus::Deleting.as_str().to_string();
         self.put_copy(Kind::Backup, rec)?;
         self.drop_object(Kind::Backup, id)
     }

@@ -8,22 +8,26 @@
 //! loop ioctls (milliseconds); data copies run outside it, protected by the new object's
 //! `creating` status (its source cannot be deleted meanwhile). Reads take only the in-memory
 //! state lock, which is never held across I/O, so they run on the async runtime.
+//!
+//! Each role of the port is implemented in the file holding its code: `volumes` (with
+//! `sources`), `copies` (with `snapshots` and `backups`), `attach` (servers), `backend`
+//! (placement, health). `copy` is the sparse file copy they all use.
 
 mod attach;
 mod backend;
 mod backups;
+mod copies;
 pub mod copy;
 mod data;
 pub mod loopdev;
 mod paging;
-mod port;
 mod reconcile;
 mod reconcile_report;
 mod records;
 mod snapshots;
+mod sources;
 pub mod store;
 mod volumes;
-mod waits;
 
 pub use backend::{register_node, LocalCloud, LocalOptions};
 pub use reconcile_report::ReconcileReport;

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::cloud::{
-    Attachment, Backup, BackupStatus, Snapshot, SnapshotStatus, Volume, VolumeStatus, VolumeType,
+    Attachment, CopyKind, CopyStatus, Volume, VolumeCopy, VolumeStatus, VolumeType,
 };
 
 /// Bumped if the record layout ever changes incompatibly.
@@ -159,29 +159,19 @@ pub struct CopyRecord {
 }
 
 impl CopyRecord {
-    pub fn to_snapshot(&self) -> Snapshot {
-        Snapshot {
-            id: self.id.clone(),
-            name: self.name.clone(),
-            volume_id: self.volume_id.clone(),
-            size_gib: self.size_gib,
-            status: SnapshotStatus::parse(&self.status),
-            created_at: Some(time_of(self.created_at_ms)),
-            metadata: self.metadata.clone(),
-        }
-    }
-
-    pub fn to_backup(&self) -> Backup {
-        Backup {
+    pub fn to_copy(&self, kind: CopyKind) -> VolumeCopy {
+        VolumeCopy {
+            kind,
             id: self.id.clone(),
             name: self.name.clone(),
             volume_id: self.volume_id.clone(),
             snapshot_id: self.snapshot_id.clone(),
             size_gib: self.size_gib,
-            status: BackupStatus::parse(&self.status),
-            availability_zone: Some(ZONE.to_string()),
+            status: CopyStatus::parse(&self.status),
+            availability_zone: (kind == CopyKind::Backup).then(|| ZONE.to_string()),
             created_at: Some(time_of(self.created_at_ms)),
             metadata: self.metadata.clone(),
+            fail_reason: self.error_reason.clone(),
         }
     }
 

@@ -1,15 +1,13 @@
-//! Snapshots: sparse copies of a volume's file under `snapshots/`.
+//! Making and deleting snapshots: sparse copies of a volume's file under `snapshots/`.
 
 use std::path::PathBuf;
 
 use super::backend::{conflict, Inner};
 use super::data::{self, Source};
-use super::paging::paginate;
 use super::records::{self, CopyRecord, RECORD_VERSION};
 use super::store::Kind;
 use crate::cloud::{
-    CloudError, CloudResult, NewSnapshot, Page, PageRequest, Resource, Snapshot, SnapshotFilter,
-    SnapshotStatus, VolumeStatus,
+    CloudError, CloudResult, CopyKind, CopyStatus, NewSnapshot, Resource, VolumeCopy, VolumeStatus,
 };
 
 fn not_found(id: &str) -> CloudError {
@@ -17,31 +15,7 @@ fn not_found(id: &str) -> CloudError {
 }
 
 impl Inner {
-    pub(super) fn get_snapshot(&self, id: &str) -> CloudResult<Snapshot> {
-        self.read()
-            .snapshots
-            .get(id)
-            .map(CopyRecord::to_snapshot)
-            .ok_or_else(|| not_found(id))
-    }
-
-    pub(super) fn list_snapshots(
-        &self,
-        filter: &SnapshotFilter,
-        page: &PageRequest,
-    ) -> CloudResult<Page<Snapshot>> {
-        let items = self
-            .read()
-            .snapshots
-            .values()
-            .filter(|s| filter.name.as_ref().is_none_or(|n| &s.name == n))
-            .filter(|s| filter.volume_id.as_ref().is_none_or(|v| &s.volume_id == v))
-            .map(|s| (s.created_at_ms, s.id.clone(), s.to_snapshot()))
-            .collect();
-        paginate(items, page)
-    }
-
-    pub(super) fn create_snapshot(&self, req: &NewSnapshot) -> CloudResult<Snapshot> {
+    pub(super) fn create_snapshot(&self, req: &NewSnapshot) -> CloudResult<VolumeCopy> {
         let (rec, device) = {
             let _ops = self.lock_ops();
             let (size_gib, device) = {
@@ -69,7 +43,7 @@ impl Inner {
                 volume_id: req.volume_id.clone(),
                 snapshot_id: None,
                 size_gib,
-                status: SnapshotStatus::Creating.as_str().to_string(),
+                status: CopyStatus::Creating.as_str().to_string(),
                 error_reason: None,
                 metadata: req.metadata.clone(),
                 created_at_ms: records::now_ms(),
@@ -87,40 +61,8 @@ impl Inner {
             }),
             0,
         );
-        let rec = self.finish_copy(Kind::Snapshot, &rec.id, result)?;
-        Ok(rec.to_snapshot())
-    }
-
-    /// Mark a copy `available` (with its real size) or `error`. Takes `ops`.
-    pub(super) fn finish_copy(
-        &self,
-        kind: Kind,
-        id: &str,
-        result: std::io::Result<u64>,
-    ) -> CloudResult<CopyRecord> {
-        let _ops = self.lock_ops();
-        let current = {
-            let st = self.read();
-            match kind {
-                Kind::Snapshot => st.snapshots.get(id).cloned(),
-                Kind::Backup => st.backups.get(id).cloned(),
-                Kind::Volume => None,
-            }
-        };
-        let mut rec = current.ok_or_else(|| io_missing(kind, id))?;
-        match result {
-            Ok(len) => {
-                rec.size_gib = data::gib_of(len);
-                rec.status = "available".into();
-            }
-            Err(e) => {
-                tracing::warn!(id, error = %e, "copy failed");
-                rec.status = "error".into();
-                rec.error_reason = Some(format!("cannot copy the volume's data: {e}"));
-            }
-        }
-        self.put_copy(kind, rec.clone())?;
-        Ok(rec)
+        let rec = self.finish_copy(CopyKind::Snapshot, &rec.id, result)?;
+        Ok(rec.to_copy(CopyKind::Snapshot))
     }
 
     pub(super) fn delete_snapshot(&self, id: &str) -> CloudResult<()> {
@@ -144,14 +86,8 @@ impl Inner {
             }
             s.clone()
         };
-        rec.status = SnapshotStatus::Deleting.as_str().to_string();
+        rec.status = CopyStatus::Deleting.as_str().to_string();
         self.put_copy(Kind::Snapshot, rec)?;
         self.drop_object(Kind::Snapshot, id)
     }
-}
-
-fn io_missing(kind: Kind, id: &str) -> CloudError {
-    CloudError::Internal(format!(
-        "{kind:?} {id} disappeared while its data was being written"
-    ))
 }

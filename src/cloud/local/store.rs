@@ -10,12 +10,23 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::cloud::CopyKind;
+
 /// Object kinds with a directory of their own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Volume,
     Snapshot,
     Backup,
+}
+
+impl From<CopyKind> for Kind {
+    fn from(k: CopyKind) -> Self {
+        match k {
+            CopyKind::Snapshot => Self::Snapshot,
+            CopyKind::Backup => Self::Backup,
+        }
+    }
 }
 
 impl Kind {

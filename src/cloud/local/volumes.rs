@@ -1,18 +1,22 @@
-//! Volumes: create (blank, or restored/cloned by a sparse copy), read, list, delete, extend
-//! and retype, with Cinder's rules for states and dependent snapshots.
+//! Volumes: create (blank, or restored/cloned by a sparse copy), read, list, delete, extend,
+//! retype and wait, with Cinder's rules for states and dependent snapshots. Mutations run on
+//! the blocking pool; reads and waits read the in-memory state directly.
 
 use std::fs::OpenOptions;
-use std::path::PathBuf;
 
-use super::backend::{bad_request, conflict, io_error, Inner};
+use async_trait::async_trait;
+use tokio::time::Instant;
+
+use super::backend::{bad_request, conflict, io_error, Inner, LocalCloud, PACE};
 use super::data::{self, Source};
 use super::loopdev::LoopDevice;
 use super::paging::paginate;
 use super::records::{self, VolumeRecord, RECORD_VERSION, ZONE};
 use super::store::Kind;
+use crate::cloud::poll::{poll, Look};
 use crate::cloud::{
     CloudError, CloudResult, MigrationPolicy, NewVolume, Page, PageRequest, Resource, Volume,
-    VolumeFilter, VolumeSource, VolumeStatus, GIB,
+    VolumeFilter, VolumeStatus, VolumeWait, Volumes, GIB,
 };
 
 fn not_found(id: &str) -> CloudError {
@@ -20,25 +24,33 @@ fn not_found(id: &str) -> CloudError {
 }
 
 /// Statuses a copy may be taken from (Cinder allows snapshots/clones of in-use volumes).
-fn copyable(status: &VolumeStatus) -> bool {
+pub(super) fn copyable(status: &VolumeStatus) -> bool {
     matches!(status, VolumeStatus::Available | VolumeStatus::InUse)
 }
 
-impl Inner {
-    pub(super) fn get_volume(&self, id: &str) -> CloudResult<Volume> {
-        self.read()
+#[async_trait]
+impl Volumes for LocalCloud {
+    async fn create_volume(&self, req: &NewVolume) -> CloudResult<Volume> {
+        let req = req.clone();
+        self.blocking(move |inner| inner.create_volume(&req)).await
+    }
+
+    async fn get_volume(&self, id: &str) -> CloudResult<Volume> {
+        self.inner
+            .read()
             .volumes
             .get(id)
             .map(VolumeRecord::to_volume)
             .ok_or_else(|| not_found(id))
     }
 
-    pub(super) fn list_volumes(
+    async fn list_volumes(
         &self,
         filter: &VolumeFilter,
         page: &PageRequest,
     ) -> CloudResult<Page<Volume>> {
         let items = self
+            .inner
             .read()
             .volumes
             .values()
@@ -54,6 +66,56 @@ impl Inner {
         paginate(items, page)
     }
 
+    async fn delete_volume(&self, id: &str, cascade: bool) -> CloudResult<()> {
+        let id = id.to_string();
+        self.blocking(move |inner| inner.delete_volume(&id, cascade))
+            .await
+    }
+
+    async fn extend_volume(&self, id: &str, new_size_gib: u64, online: bool) -> CloudResult<()> {
+        let id = id.to_string();
+        self.blocking(move |inner| inner.extend_volume(&id, new_size_gib, online))
+            .await
+    }
+
+    async fn retype_volume(
+        &self,
+        id: &str,
+        new_type: &str,
+        policy: MigrationPolicy,
+    ) -> CloudResult<()> {
+        let (id, new_type) = (id.to_string(), new_type.to_string());
+        self.blocking(move |inner| inner.retype_volume(&id, &new_type, policy))
+            .await
+    }
+
+    /// Operations here finish before they return, so this is normally satisfied at once; it
+    /// still looks again (for a concurrent operation to finish) until the deadline.
+    async fn wait_volume(
+        &self,
+        id: &str,
+        until: &VolumeWait,
+        deadline: Instant,
+    ) -> CloudResult<Volume> {
+        let started = Instant::now();
+        poll(Resource::Volume, id, until.wanted(), deadline, PACE, || {
+            // Gone: what a `Deleted` wait waits for, and the end of any other (the port's rule).
+            let look = match self.inner.read().volumes.get(id) {
+                None => Err(not_found(id)),
+                Some(rec) => {
+                    let v = rec.to_volume();
+                    let (verdict, status) =
+                        (until.verdict(&v, started.elapsed()), v.status.clone());
+                    Look::judged(verdict, v, status).map_err(|e| e.or_reason(&rec.error_reason))
+                }
+            };
+            async move { look }
+        })
+        .await
+    }
+}
+
+impl Inner {
     pub(super) fn create_volume(&self, req: &NewVolume) -> CloudResult<Volume> {
         if req.size_gib == 0 {
             return Err(bad_request("volume size must be at least 1 GiB"));
@@ -125,76 +187,6 @@ impl Inner {
         }
         self.put_volume(rec.clone())?;
         Ok(rec.to_volume())
-    }
-
-    /// Check the content source and note it in `rec`; returns the file to copy and, for an
-    /// attached source volume, its loop device. Call with `ops` held.
-    fn resolve_source(
-        &self,
-        req: &NewVolume,
-        rec: &mut VolumeRecord,
-    ) -> CloudResult<Option<(PathBuf, Option<PathBuf>)>> {
-        let st = self.read();
-        let too_small = |kind: &str, id: &str, gib: u64| {
-            bad_request(format!(
-                "requested size {} GiB is smaller than the {kind} {id} ({gib} GiB)",
-                req.size_gib
-            ))
-        };
-        let Some(source) = &req.source else {
-            return Ok(None);
-        };
-        match source {
-            VolumeSource::Snapshot(id) => {
-                let s = st
-                    .snapshots
-                    .get(id)
-                    .ok_or_else(|| CloudError::not_found(Resource::Snapshot, id))?;
-                if !s.is_available() {
-                    return Err(conflict(format!(
-                        "snapshot {id} must be available to restore from, it is {}",
-                        s.status
-                    )));
-                }
-                if req.size_gib < s.size_gib {
-                    return Err(too_small("snapshot", id, s.size_gib));
-                }
-                rec.snapshot_id = Some(id.clone());
-                Ok(Some((self.layout.data(Kind::Snapshot, id), None)))
-            }
-            VolumeSource::Volume(id) => {
-                let v = st.volumes.get(id).ok_or_else(|| not_found(id))?;
-                if !copyable(&v.status()) {
-                    return Err(conflict(format!(
-                        "volume {id} must be available or in-use to clone, it is {}",
-                        v.status
-                    )));
-                }
-                if req.size_gib < v.size_gib {
-                    return Err(too_small("source volume", id, v.size_gib));
-                }
-                rec.source_volume_id = Some(id.clone());
-                let dev = v.attachments.first().map(|a| PathBuf::from(&a.device));
-                Ok(Some((self.layout.data(Kind::Volume, id), dev)))
-            }
-            VolumeSource::Backup(id) => {
-                let b = st
-                    .backups
-                    .get(id)
-                    .ok_or_else(|| CloudError::not_found(Resource::Backup, id))?;
-                if !b.is_available() {
-                    return Err(conflict(format!(
-                        "backup {id} must be available to restore from, it is {}",
-                        b.status
-                    )));
-                }
-                if req.size_gib < b.size_gib {
-                    return Err(too_small("backup", id, b.size_gib));
-                }
-                rec.backup_id = Some(id.clone());
-                Ok(Some((self.layout.data(Kind::Backup, id), None)))
-            }
-        }
     }
 
     pub(super) fn delete_volume(&self, id: &str, cascade: bool) -> CloudResult<()> {

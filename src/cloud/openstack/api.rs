@@ -10,12 +10,11 @@ use tokio::sync::OnceCell;
 use super::errors::ApiError;
 use super::http::{Answer, Http};
 use super::keystone::Keystone;
-use super::metrics::Op;
 use super::microversion::{
     parse_versions, service_root, Microversion, Negotiated, CINDER_BASE, CINDER_WANTED, NOVA_BASE,
     NOVA_WANTED,
 };
-use crate::cloud::{CloudError, Resource};
+use crate::cloud::{CloudError, Op, Resource};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Svc {

@@ -11,8 +11,9 @@ use reqwest::{Certificate, Identity, Method};
 use serde::de::DeserializeOwned;
 
 use super::errors::{request_id, ApiError};
-use super::metrics::{ApiMetrics, Op};
+use super::metrics::ApiMetrics;
 use super::options::{redact_userinfo, OpenStackOptions, ProxyOptions, TlsOptions};
+use crate::cloud::Op;
 
 mod limit;
 pub use limit::{EndpointLimits, Turn, DEFAULT_PER_ENDPOINT};

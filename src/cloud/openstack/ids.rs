@@ -77,7 +77,7 @@ mod tests {
 
         use crate::cloud::openstack::testserver::Fake;
         use crate::cloud::openstack::{ApiMetrics, OpenStack};
-        use crate::cloud::{BlockStorage, Compute};
+        use crate::cloud::{Copies, CopyKind, Servers, Volumes};
 
         let fake = Fake::start().await;
         let os = OpenStack::new("", &fake.options(), Arc::new(ApiMetrics::new()))
@@ -92,7 +92,7 @@ mod tests {
             fake.count("POST /cinder"),
         );
         assert!(os
-            .delete_snapshot(&escape)
+            .delete_copy(CopyKind::Snapshot, &escape)
             .await
             .unwrap_err()
             .is_not_found());
@@ -102,7 +102,11 @@ mod tests {
             .unwrap_err()
             .is_not_found());
         assert!(os.get_volume("detail").await.unwrap_err().is_not_found());
-        assert!(os.get_backup("..").await.unwrap_err().is_not_found());
+        assert!(os
+            .get_copy(CopyKind::Backup, "..")
+            .await
+            .unwrap_err()
+            .is_not_found());
         assert!(os
             .extend_volume(&escape, 2, false)
             .await

@@ -16,9 +16,8 @@ use super::catalog::{self, CatalogService};
 use super::dto::parse_time;
 use super::errors::ApiError;
 use super::http::Http;
-use super::metrics::Op;
 use super::options::{Interface, Secret};
-use crate::cloud::{CloudError, RequestId};
+use crate::cloud::{CloudError, Op, RequestId};
 
 /// Renew a token when this much of its life is left (or a fifth of its lifetime, for short
 /// lived tokens), so no request starts with a token that expires in flight.

@@ -5,77 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-/// The OpenStack service an operation talks to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Service {
-    Keystone,
-    Cinder,
-    Nova,
-}
-
-impl Service {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Keystone => "keystone",
-            Self::Cinder => "cinder",
-            Self::Nova => "nova",
-        }
-    }
-}
-
-macro_rules! ops {
-    ($($(#[$doc:meta])* $variant:ident => ($name:literal, $service:ident)),+ $(,)?) => {
-        /// One kind of OpenStack API request.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum Op { $($(#[$doc])* $variant),+ }
-
-        impl Op {
-            pub const ALL: &'static [Op] = &[$(Op::$variant),+];
-
-            /// Metric label, e.g. `volume_create`.
-            pub fn name(self) -> &'static str {
-                match self { $(Op::$variant => $name),+ }
-            }
-
-            pub fn service(self) -> Service {
-                match self { $(Op::$variant => Service::$service),+ }
-            }
-        }
-    };
-}
-
-ops! {
-    KeystoneToken => ("keystone_token", Keystone),
-    CinderVersions => ("cinder_versions", Cinder),
-    VolumeCreate => ("volume_create", Cinder),
-    VolumeGet => ("volume_get", Cinder),
-    VolumeList => ("volume_list", Cinder),
-    /// The status watcher's batched refresh.
-    VolumeWatch => ("volume_watch_list", Cinder),
-    VolumeDelete => ("volume_delete", Cinder),
-    /// Upstream's label (dashboards rely on it), though Cinder calls it extend.
-    VolumeExtend => ("volume_expand", Cinder),
-    VolumeRetype => ("volume_retype", Cinder),
-    VolumeTypeGet => ("volume_type_get", Cinder),
-    VolumeTypeList => ("volume_type_list", Cinder),
-    MessageList => ("message_list", Cinder),
-    SnapshotCreate => ("snapshot_create", Cinder),
-    SnapshotGet => ("snapshot_get", Cinder),
-    SnapshotList => ("snapshot_list", Cinder),
-    SnapshotDelete => ("snapshot_delete", Cinder),
-    BackupCreate => ("backup_create", Cinder),
-    BackupGet => ("backup_get", Cinder),
-    BackupList => ("backup_list", Cinder),
-    BackupDelete => ("backup_delete", Cinder),
-    QuotaGet => ("quota_get", Cinder),
-    AvailabilityZoneList => ("availability_zone_list", Cinder),
-    NovaVersions => ("nova_versions", Nova),
-    ServerGet => ("server_get", Nova),
-    /// `volume_attach`/`volume_detach`: upstream's labels for the Nova calls.
-    ServerAttach => ("volume_attach", Nova),
-    ServerDetach => ("volume_detach", Nova),
-    ServerAttachmentList => ("server_attachment_list", Nova),
-}
+use crate::cloud::{Op, Service};
 
 /// Upper bounds (seconds) of the latency histogram buckets; the last bucket is +Inf.
 pub const LATENCY_BUCKETS: [f64; 11] = [
@@ -264,34 +194,5 @@ mod tests {
             vec![("volume_attach", false), ("keystone_token", true)]
         );
         assert_eq!(m.snapshot().get(Op::ServerAttach).requests, 1);
-    }
-
-    #[test]
-    fn labels_of_upstream_requests_are_upstreams() {
-        // Dashboards built for cinder-csi-plugin select on these `request` values.
-        for (op, label) in [
-            (Op::VolumeCreate, "volume_create"),
-            (Op::VolumeGet, "volume_get"),
-            (Op::VolumeList, "volume_list"),
-            (Op::VolumeDelete, "volume_delete"),
-            (Op::VolumeExtend, "volume_expand"),
-            (Op::ServerAttach, "volume_attach"),
-            (Op::ServerDetach, "volume_detach"),
-            (Op::SnapshotCreate, "snapshot_create"),
-            (Op::SnapshotDelete, "snapshot_delete"),
-            (Op::BackupCreate, "backup_create"),
-            (Op::BackupDelete, "backup_delete"),
-            (Op::ServerGet, "server_get"),
-        ] {
-            assert_eq!(op.name(), label);
-        }
-    }
-
-    #[test]
-    fn names_are_unique() {
-        let mut names: Vec<_> = Op::ALL.iter().map(|o| o.name()).collect();
-        names.sort();
-        names.dedup();
-        assert_eq!(names.len(), Op::ALL.len());
     }
 }

@@ -2,15 +2,16 @@
 //! microversions negotiated from the version documents, one shared status watcher per cloud
 //! and request metrics. Build one [`OpenStack`] per configured cloud with [`OpenStack::new`].
 //!
-//! Files by resource: `keystone`/`auth`/`catalog` (tokens), `http`/`api`/`errors` (requests),
-//! `microversion`, `dto` (wire formats), `volumes`, `snapshots`, `backups`, `volume_types`,
-//! `quota`, `zones` (availability zones), `servers` (Nova), `watcher`, `metrics`, `diagnose`
-//! (what `cinder-csi doctor` asks).
+//! Files by job: `keystone`/`auth`/`catalog` (tokens), `http`/`api`/`errors` (requests),
+//! `microversion`, `dto` (wire formats); one file per role of the port, each implementing
+//! that trait: `volumes` (Volumes, Health), `copies` (snapshots and backups), `servers`
+//! (Nova), `placement` (types, zones, quota); `watcher` (volume waits and reads), `metrics`,
+//! `diagnose` (what `cinder-csi doctor` asks).
 
 mod api;
 mod auth;
-mod backups;
 mod catalog;
+mod copies;
 pub mod diagnose;
 pub(crate) mod dto;
 pub(crate) mod errors;
@@ -20,40 +21,28 @@ pub(crate) mod keystone;
 pub mod metrics;
 pub(crate) mod microversion;
 pub mod options;
-mod poll;
-mod quota;
+mod placement;
 mod servers;
-mod snapshots;
 mod type_cache;
-mod volume_types;
 mod volumes;
 mod watcher;
-mod zones;
 
 #[cfg(test)]
 mod testserver;
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use tokio::time::Instant;
-
-pub use metrics::{ApiMetrics, ApiObserver, MetricsSnapshot, Op, Service};
+pub use metrics::{ApiMetrics, ApiObserver, MetricsSnapshot};
 pub use options::{AuthOptions, Interface, OpenStackOptions, ProxyOptions, Secret, TlsOptions};
 
-use super::{
-    Backup, BackupFilter, BackupWait, BlockStorage, Capacity, Cloud, CloudResult, Compute,
-    MigrationPolicy, NewBackup, NewSnapshot, NewVolume, Page, PageRequest, Server,
-    ServerAttachment, Snapshot, SnapshotFilter, SnapshotWait, Volume, VolumeFilter, VolumeType,
-    VolumeWait,
-};
+use super::{Cloud, CloudResult};
 use api::Api;
 use auth::AuthMethod;
 use keystone::Keystone;
 use type_cache::TypeCache;
 use watcher::Watcher;
 
-/// One OpenStack cloud: implements both [`BlockStorage`] and [`Compute`].
+/// One OpenStack cloud: implements every role of the port.
 pub struct OpenStack {
     name: String,
     api: Arc<Api>,
@@ -101,15 +90,9 @@ impl OpenStack {
         })
     }
 
-    /// Both ports of this cloud, for `Clouds`.
+    /// This cloud in every role, for `Clouds`.
     pub fn into_cloud(self) -> Cloud {
-        let name = self.name.clone();
-        let me = Arc::new(self);
-        Cloud {
-            name,
-            storage: me.clone(),
-            compute: me,
-        }
+        Cloud::new(self.name.clone(), Arc::new(self))
     }
 
     pub fn metrics(&self) -> &Arc<ApiMetrics> {
@@ -136,156 +119,4 @@ pub struct Microversions {
     pub cinder_max: String,
     pub nova: String,
     pub nova_max: String,
-}
-
-#[async_trait]
-impl BlockStorage for OpenStack {
-    async fn check(&self) -> CloudResult<()> {
-        self.check_volumes().await
-    }
-
-    async fn create_volume(&self, req: &NewVolume) -> CloudResult<Volume> {
-        self.create_volume_impl(req).await
-    }
-
-    async fn get_volume(&self, id: &str) -> CloudResult<Volume> {
-        self.get_volume_impl(id).await
-    }
-
-    async fn list_volumes(
-        &self,
-        filter: &VolumeFilter,
-        page: &PageRequest,
-    ) -> CloudResult<Page<Volume>> {
-        self.list_volumes_impl(filter, page).await
-    }
-
-    async fn delete_volume(&self, id: &str, cascade: bool) -> CloudResult<()> {
-        self.delete_volume_impl(id, cascade).await
-    }
-
-    async fn extend_volume(&self, id: &str, new_size_gib: u64, online: bool) -> CloudResult<()> {
-        self.extend_volume_impl(id, new_size_gib, online).await
-    }
-
-    async fn retype_volume(
-        &self,
-        id: &str,
-        new_type: &str,
-        policy: MigrationPolicy,
-    ) -> CloudResult<()> {
-        self.retype_volume_impl(id, new_type, policy).await
-    }
-
-    async fn wait_volume(
-        &self,
-        id: &str,
-        until: &VolumeWait,
-        deadline: Instant,
-    ) -> CloudResult<Volume> {
-        self.wait_volume_impl(id, until, deadline).await
-    }
-
-    async fn get_volume_type(&self, name_or_id: &str) -> CloudResult<VolumeType> {
-        self.get_volume_type_impl(name_or_id).await
-    }
-
-    async fn create_snapshot(&self, req: &NewSnapshot) -> CloudResult<Snapshot> {
-        self.create_snapshot_impl(req).await
-    }
-
-    async fn get_snapshot(&self, id: &str) -> CloudResult<Snapshot> {
-        self.get_snapshot_impl(id).await
-    }
-
-    async fn list_snapshots(
-        &self,
-        filter: &SnapshotFilter,
-        page: &PageRequest,
-    ) -> CloudResult<Page<Snapshot>> {
-        self.list_snapshots_impl(filter, page).await
-    }
-
-    async fn delete_snapshot(&self, id: &str) -> CloudResult<()> {
-        self.delete_snapshot_impl(id).await
-    }
-
-    async fn wait_snapshot(
-        &self,
-        id: &str,
-        until: &SnapshotWait,
-        deadline: Instant,
-    ) -> CloudResult<Snapshot> {
-        self.wait_snapshot_impl(id, until, deadline).await
-    }
-
-    async fn backups_supported(&self) -> CloudResult<bool> {
-        self.backups_supported_impl().await
-    }
-
-    async fn create_backup(&self, req: &NewBackup) -> CloudResult<Backup> {
-        self.create_backup_impl(req).await
-    }
-
-    async fn get_backup(&self, id: &str) -> CloudResult<Backup> {
-        self.get_backup_impl(id).await
-    }
-
-    async fn list_backups(
-        &self,
-        filter: &BackupFilter,
-        page: &PageRequest,
-    ) -> CloudResult<Page<Backup>> {
-        self.list_backups_impl(filter, page).await
-    }
-
-    async fn delete_backup(&self, id: &str) -> CloudResult<()> {
-        self.delete_backup_impl(id).await
-    }
-
-    async fn wait_backup(
-        &self,
-        id: &str,
-        until: &BackupWait,
-        deadline: Instant,
-    ) -> CloudResult<Backup> {
-        self.wait_backup_impl(id, until, deadline).await
-    }
-
-    async fn availability_zones(&self) -> CloudResult<Vec<String>> {
-        self.availability_zones_impl().await
-    }
-
-    async fn capacity(
-        &self,
-        availability_zone: Option<&str>,
-        volume_type: Option<&str>,
-    ) -> CloudResult<Capacity> {
-        self.capacity_impl(availability_zone, volume_type).await
-    }
-}
-
-#[async_trait]
-impl Compute for OpenStack {
-    async fn get_server(&self, id: &str) -> CloudResult<Server> {
-        self.get_server_impl(id).await
-    }
-
-    async fn attach_volume(
-        &self,
-        server_id: &str,
-        volume_id: &str,
-        multiattach: bool,
-    ) -> CloudResult<ServerAttachment> {
-        self.attach_volume_impl(server_id, volume_id, multiattach)
-            .await
-    }
-
-    async fn detach_volume(&self, server_id: &str, volume_id: &str) -> CloudResult<()> {
-        self.detach_volume_impl(server_id, volume_id).await
-    }
-
-    async fn list_attachments(&self, server_id: &str) -> CloudResult<Vec<ServerAttachment>> {
-        self.list_attachments_impl(server_id).await
-    }
 }

@@ -2,19 +2,20 @@
 //! multiattach volume needs microversion 2.60, which the negotiated version covers when the
 //! cloud offers it.
 
+use async_trait::async_trait;
 use reqwest::Method;
 use serde_json::json;
 
 use super::api::{CallError, Request};
 use super::dto::{NovaAttachmentEnvelope, NovaAttachmentList, ServerEnvelope};
 use super::ids::segment;
-use super::metrics::Op;
 use super::microversion::NOVA_MULTIATTACH;
 use super::OpenStack;
-use crate::cloud::{CloudError, CloudResult, Resource, Server, ServerAttachment};
+use crate::cloud::{CloudError, CloudResult, Op, Resource, Server, ServerAttachment, Servers};
 
-impl OpenStack {
-    pub(super) async fn get_server_impl(&self, id: &str) -> CloudResult<Server> {
+#[async_trait]
+impl Servers for OpenStack {
+    async fn get_server(&self, id: &str) -> CloudResult<Server> {
         let ans = self
             .api
             .nova(Request::get(
@@ -29,7 +30,7 @@ impl OpenStack {
         Ok(env.server.into())
     }
 
-    pub(super) async fn attach_volume_impl(
+    async fn attach_volume(
         &self,
         server_id: &str,
         volume_id: &str,
@@ -63,11 +64,7 @@ impl OpenStack {
         Ok(env.attachment.into())
     }
 
-    pub(super) async fn detach_volume_impl(
-        &self,
-        server_id: &str,
-        volume_id: &str,
-    ) -> CloudResult<()> {
+    async fn detach_volume(&self, server_id: &str, volume_id: &str) -> CloudResult<()> {
         let path = format!(
             "servers/{}/os-volume_attachments/{}",
             segment(Resource::Server, server_id)?,
@@ -80,10 +77,7 @@ impl OpenStack {
             .map_err(|e| not_found_of(e, server_id, volume_id, Resource::Attachment))
     }
 
-    pub(super) async fn list_attachments_impl(
-        &self,
-        server_id: &str,
-    ) -> CloudResult<Vec<ServerAttachment>> {
+    async fn list_attachments(&self, server_id: &str) -> CloudResult<Vec<ServerAttachment>> {
         let ans = self
             .api
             .nova(Request::get(

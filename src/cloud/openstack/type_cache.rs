@@ -1,4 +1,4 @@
-//! Volume types looked up recently, by id and by name (see volume_types.rs).
+//! Volume types looked up recently, by id and by name (see placement.rs).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::poll::lock;
 use crate::cloud::VolumeType;
 
 /// How long a looked-up type is trusted (a retyped extra spec shows up after this).
@@ -16,6 +15,11 @@ pub const TYPE_CACHE_TTL: Duration = Duration::from_secs(60);
 #[derive(Default)]
 pub struct TypeCache {
     by_key: Mutex<HashMap<String, (VolumeType, Instant)>>,
+}
+
+/// The map is never held across an await; a poisoned one still holds valid entries.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl TypeCache {

@@ -1,7 +1,9 @@
 //! Cinder volumes: create (type, AZ, metadata, scheduler hints, from snapshot / volume /
 //! backup), get, list (name and metadata filters, pagination), delete (optionally cascading
-//! to snapshots), extend (online with 3.42), retype, and waits through the watcher.
+//! to snapshots), extend (online with 3.42), retype, and waits through the watcher; and the
+//! cloud's health check (a volume list).
 
+use async_trait::async_trait;
 use reqwest::Method;
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
@@ -9,23 +11,23 @@ use tokio::time::Instant;
 use super::api::{list_cinder, CallError, Request};
 use super::dto::{has_next, MessageList, VolumeEnvelope, VolumeList};
 use super::ids::segment;
-use super::metrics::Op;
 use super::microversion::{CINDER_CREATE_FROM_BACKUP, CINDER_ONLINE_EXTEND};
 use super::OpenStack;
 use crate::cloud::{
-    CloudError, CloudResult, MigrationPolicy, NewVolume, Page, PageRequest, Resource, Volume,
-    VolumeFilter, VolumeSource, VolumeWait,
+    CloudError, CloudResult, Health, MigrationPolicy, NewVolume, Op, Page, PageRequest, Resource,
+    Volume, VolumeFilter, VolumeSource, VolumeWait, Volumes,
 };
 
 /// Bound on the cloud check's one request, from when it is sent.
 pub const CHECK_REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(8);
 
-impl OpenStack {
-    /// Credentials valid and Cinder answering: the cheapest authenticated call.
-    /// The background cloud check: one small list. Its timeout counts from when it is sent,
-    /// so a burst of our own requests ahead of it (waiting for a slot on Cinder, see
-    /// `http/limit.rs`) never makes a reachable cloud look down.
-    pub(super) async fn check_volumes(&self) -> CloudResult<()> {
+#[async_trait]
+impl Health for OpenStack {
+    /// Credentials valid and Cinder answering: the cheapest authenticated call, one small
+    /// list. Its timeout counts from when it is sent, so a burst of our own requests ahead of
+    /// it (waiting for a slot on Cinder, see `http/limit.rs`) never makes a reachable cloud
+    /// look down.
+    async fn check(&self) -> CloudResult<()> {
         self.api
             .cinder(
                 Request::get(Op::VolumeList, "volumes")
@@ -36,8 +38,11 @@ impl OpenStack {
             .map(|_| ())
             .map_err(|e| e.into_cloud(Resource::Volume, "(list)"))
     }
+}
 
-    pub(super) async fn create_volume_impl(&self, req: &NewVolume) -> CloudResult<Volume> {
+#[async_trait]
+impl Volumes for OpenStack {
+    async fn create_volume(&self, req: &NewVolume) -> CloudResult<Volume> {
         let mut vol = Map::new();
         vol.insert("size".into(), json!(req.size_gib));
         vol.insert("name".into(), json!(req.name));
@@ -97,12 +102,12 @@ impl OpenStack {
         Ok(env.volume.into())
     }
 
-    pub(super) async fn get_volume_impl(&self, id: &str) -> CloudResult<Volume> {
+    async fn get_volume(&self, id: &str) -> CloudResult<Volume> {
         segment(Resource::Volume, id)?;
         self.watcher.read(id).await
     }
 
-    pub(super) async fn list_volumes_impl(
+    async fn list_volumes(
         &self,
         filter: &VolumeFilter,
         page: &PageRequest,
@@ -134,7 +139,7 @@ impl OpenStack {
         })
     }
 
-    pub(super) async fn delete_volume_impl(&self, id: &str, cascade: bool) -> CloudResult<()> {
+    async fn delete_volume(&self, id: &str, cascade: bool) -> CloudResult<()> {
         let path = format!("volumes/{}", segment(Resource::Volume, id)?);
         let mut req = Request::new(Op::VolumeDelete, Method::DELETE, path);
         if cascade {
@@ -147,12 +152,7 @@ impl OpenStack {
             .map_err(|e| e.into_cloud(Resource::Volume, id))
     }
 
-    pub(super) async fn extend_volume_impl(
-        &self,
-        id: &str,
-        new_size_gib: u64,
-        online: bool,
-    ) -> CloudResult<()> {
+    async fn extend_volume(&self, id: &str, new_size_gib: u64, online: bool) -> CloudResult<()> {
         if online {
             self.api
                 .cinder_version()
@@ -168,7 +168,7 @@ impl OpenStack {
         .await
     }
 
-    pub(super) async fn retype_volume_impl(
+    async fn retype_volume(
         &self,
         id: &str,
         new_type: &str,
@@ -197,7 +197,7 @@ impl OpenStack {
         }
     }
 
-    pub(super) async fn wait_volume_impl(
+    async fn wait_volume(
         &self,
         id: &str,
         until: &VolumeWait,
@@ -218,7 +218,9 @@ impl OpenStack {
             other => other,
         }
     }
+}
 
+impl OpenStack {
     /// Cinder's user message about a failed volume ("No valid backend was found", ...), when
     /// the cloud keeps one. Best effort: no message is not an error.
     async fn error_reason(&self, id: &str) -> Option<String> {

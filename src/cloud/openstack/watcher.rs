@@ -17,128 +17,30 @@
 //! the project's volumes, all pages); any other missing volume is checked with a GET. One volume,
 //! an unknown time, or a cloud below 3.60 (or refusing the filters) fall back to GETs, one per
 //! volume per round however many RPCs wait on it.
+//!
+//! This file is the watcher's face (reads, waits, and the registration that keeps a volume
+//! watched); `pace.rs` says when rounds come, `state.rs` what they share, `round.rs` what one
+//! does.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use chrono::{DateTime, DurationRound, TimeDelta, Utc};
-use futures::stream::{self, StreamExt};
 use tokio::sync::{watch, Notify};
-use tokio::time::{sleep_until, timeout_at, Instant};
+use tokio::time::{timeout_at, Instant};
 
-use super::api::{Api, Request};
-use super::dto::{has_next, ChangeMark, VolumeDto, VolumeEnvelope, VolumeList};
-use super::metrics::Op;
-use super::microversion::CINDER_TIME_FILTERS;
-use crate::cloud::{CloudError, CloudResult, Resource, Volume, VolumeWait};
-use condition::{evaluate, wanted, Verdict};
+use super::api::Api;
+use super::dto::VolumeDto;
+use crate::cloud::{CloudError, CloudResult, Resource, Verdict, Volume, VolumeWait};
+use pace::POLL_FIRST;
+use state::{Entry, Inner, Known, Obs, State};
 
-/// First refresh after a wait starts: Cinder finishes most operations in 0.2–0.6 s.
-pub const POLL_FIRST: Duration = Duration::from_millis(250);
-/// Each round stretches every waiter's interval by this factor ...
-pub const POLL_FACTOR: f64 = 1.5;
-/// ... up to this ...
-pub const POLL_MAX: Duration = Duration::from_secs(2);
-/// ... or this, after a round that served several waiters with one list: a round costs the
-/// same however many wait, so in a storm (two lists a second for all of it) the RPCs return
-/// at most 0.5 s after Cinder is done instead of 2 s.
-pub const POLL_MAX_SHARED: Duration = Duration::from_millis(500);
-/// A volume last changed longer than this before the newest change the watcher has seen is
-/// fetched with a GET, not listed: a list since its time would return every volume the
-/// project changed since, which in a large, busy project is most of it.
-const LIST_HORIZON: TimeDelta = TimeDelta::minutes(10);
-/// Parallel GETs in a round that cannot batch.
-pub const GET_CONCURRENCY: usize = 8;
+pub use pace::PACE;
+
 /// Remembered change times (for seeding new waits) are kept this many at most.
 const SEEN_CAP: usize = 4096;
 
-/// What the last round saw of one volume.
-#[derive(Debug, Clone)]
-enum Obs {
-    Pending,
-    Seen(Arc<VolumeDto>),
-    Gone,
-    Failed(CloudError),
-}
-
-/// What the watcher knows of a volume to find it in a time-filtered list.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Known {
-    mark: ChangeMark,
-    project: Option<String>,
-}
-
-impl Known {
-    fn of(dto: &VolumeDto) -> Option<Self> {
-        Some(Self {
-            mark: dto.change_mark()?,
-            project: dto.project_id.clone(),
-        })
-    }
-}
-
-struct Entry {
-    waiters: usize,
-    known: Option<Known>,
-    interval: Duration,
-    due: Instant,
-    /// Rounds started when a waiter or reader last registered.
-    asked_in: u64,
-    /// The last observation and the number of the round that made it.
-    tx: watch::Sender<(u64, Obs)>,
-}
-
-impl Entry {
-    /// After round number `round` ended at `now`; `progress`: it saw a volume move on.
-    fn reschedule(&mut self, round: u64, listed: bool, progress: bool, now: Instant) {
-        // Asked for while the round ran: its answer is still owed, when it was asked.
-        if self.asked_in >= round {
-            return;
-        }
-        // Cinder finishes a burst of operations close together (one cinder-volume works
-        // through them): once some are done, look again soon for the rest.
-        self.interval = if progress {
-            POLL_FIRST
-        } else {
-            next_interval(self.interval, listed)
-        };
-        self.due = now + self.interval;
-    }
-}
-
-/// Whether a volume moved on between two observations (a status or its attachments changed,
-/// or it is gone); a first observation is not a move.
-fn moved(before: &Obs, after: &Obs) -> bool {
-    match (before, after) {
-        (Obs::Seen(a), Obs::Seen(b)) => {
-            a.status != b.status || a.attachments.len() != b.attachments.len()
-        }
-        (Obs::Seen(_), Obs::Gone) => true,
-        _ => false,
-    }
-}
-
-#[derive(Default)]
-struct State {
-    entries: HashMap<String, Entry>,
-    running: bool,
-    /// What was seen of volumes in any answer, to seed waits that start right after.
-    seen: HashMap<String, Known>,
-    /// The cloud refused the `updated_at` filter once: stop trying.
-    no_time_filter: bool,
-    /// Rounds started so far; a round's number is this count when it took its batch.
-    rounds: u64,
-}
-
 pub struct Watcher {
     inner: Arc<Inner>,
-}
-
-struct Inner {
-    api: Arc<Api>,
-    state: Mutex<State>,
-    wake: Notify,
 }
 
 impl Watcher {
@@ -188,7 +90,7 @@ impl Watcher {
                     return Err(CloudError::WaitTimeout {
                         resource: Resource::Volume,
                         id: id.to_string(),
-                        wanted: wanted(until),
+                        wanted: until.wanted(),
                         last_status,
                     });
                 }
@@ -198,7 +100,7 @@ impl Watcher {
                 Obs::Pending => {}
                 Obs::Seen(dto) => {
                     let vol = Volume::from((*dto).clone());
-                    match evaluate(until, &vol, started.elapsed()) {
+                    match until.verdict(&vol, started.elapsed()) {
                         Verdict::Done => return Ok(vol),
                         Verdict::Fail(e) => return Err(e),
                         Verdict::Continue => last = Some(vol),
@@ -236,215 +138,6 @@ impl Watcher {
             };
         }
     }
-}
-
-impl Inner {
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The single polling task: runs while anyone waits.
-    async fn run(self: Arc<Self>) {
-        loop {
-            let notified = self.wake.notified();
-            let next_due = {
-                let mut st = self.lock();
-                if st.entries.is_empty() {
-                    st.running = false;
-                    return;
-                }
-                st.entries.values().map(|e| e.due).min()
-            };
-            if let Some(due) = next_due.filter(|d| *d > Instant::now()) {
-                tokio::select! {
-                    _ = sleep_until(due) => {}
-                    _ = notified => {}
-                }
-                continue;
-            }
-            let (round, batch, time_filter_off) = {
-                let mut st = self.lock();
-                st.rounds += 1;
-                let newest = st.seen.values().map(|k| k.mark.time()).max();
-                let recent = |k: &Known| newest.is_none_or(|n| k.mark.time() >= n - LIST_HORIZON);
-                let batch: Vec<(String, Option<Known>)> = st
-                    .entries
-                    .iter()
-                    .map(|(id, e)| (id.clone(), e.known.clone().filter(recent)))
-                    .collect();
-                (st.rounds, batch, st.no_time_filter)
-            };
-            let (results, listed) = self.refresh(batch, time_filter_off).await;
-            let now = Instant::now();
-            let mut st = self.lock();
-            let mut progress = false;
-            for (id, obs) in results {
-                let known = match &obs {
-                    Obs::Seen(dto) => Known::of(dto),
-                    _ => None,
-                };
-                if let Some(k) = &known {
-                    st.seen.insert(id.clone(), k.clone());
-                }
-                if let Some(e) = st.entries.get_mut(&id) {
-                    if known.is_some() {
-                        e.known = known;
-                    }
-                    progress |= moved(&e.tx.borrow().1, &obs);
-                    e.tx.send_replace((round, obs));
-                }
-            }
-            for e in st.entries.values_mut() {
-                e.reschedule(round, listed, progress, now);
-            }
-        }
-    }
-
-    /// Fresh observations of every volume in `batch` (id, what is known of it), and whether a
-    /// list served several of them.
-    async fn refresh(
-        &self,
-        batch: Vec<(String, Option<Known>)>,
-        time_filter_off: bool,
-    ) -> (Vec<(String, Obs)>, bool) {
-        let mut out = Vec::with_capacity(batch.len());
-        let mut pending: HashMap<String, Option<Known>> = batch.into_iter().collect();
-        let can_list = pending.len() > 1
-            && !time_filter_off
-            && self
-                .api
-                .cinder_version()
-                .await
-                .is_ok_and(|v| v.supports(CINDER_TIME_FILTERS));
-        // Which kinds of mark a successful list covered (every pending volume of that kind).
-        let mut covered: Vec<bool> = Vec::new();
-        if can_list {
-            // New volumes by creation time first: that list is short and may cover the rest.
-            for created in [true, false] {
-                let since = pending
-                    .values()
-                    .filter_map(|k| match k.as_ref().map(|k| k.mark) {
-                        Some(ChangeMark::Created(t)) if created => Some(t),
-                        Some(ChangeMark::Updated(t)) if !created => Some(t),
-                        _ => None,
-                    })
-                    .min();
-                let listable = pending.values().filter(|k| k.is_some()).count();
-                // One volume left is cheaper as a GET.
-                let (Some(since), true) = (since, listable > 1) else {
-                    continue;
-                };
-                match self.list_since(created, since).await {
-                    Ok(mut found) => {
-                        covered.push(created);
-                        pending.retain(|id, _| match found.remove(id) {
-                            Some(dto) => {
-                                out.push((id.clone(), Obs::Seen(Arc::new(dto))));
-                                false
-                            }
-                            None => true,
-                        });
-                    }
-                    Err(e) => {
-                        if matches!(e, CloudError::BadRequest { .. }) {
-                            tracing::warn!(error = %e, "Cinder refused a time filter on the volume list; the status watcher falls back to one GET per volume");
-                            self.lock().no_time_filter = true;
-                        } else {
-                            tracing::debug!(error = %e, "status watcher list failed; trying GETs");
-                        }
-                        break;
-                    }
-                }
-            }
-        }
-        // Our project's volumes missing from a list that covered them are gone.
-        if !covered.is_empty() {
-            let project = self.api.project_id().await.ok();
-            pending.retain(|id, k| {
-                let gone = k.as_ref().is_some_and(|k| {
-                    k.project.is_some()
-                        && k.project == project
-                        && covered.contains(&matches!(k.mark, ChangeMark::Created(_)))
-                });
-                if gone {
-                    out.push((id.clone(), Obs::Gone));
-                }
-                !gone
-            });
-        }
-        let gets = stream::iter(pending.into_keys())
-            .map(|id| async move {
-                let obs = self.get(&id).await;
-                (id, obs)
-            })
-            .buffer_unordered(GET_CONCURRENCY)
-            .collect::<Vec<_>>()
-            .await;
-        let listed = !covered.is_empty();
-        out.extend(gets);
-        (out, listed)
-    }
-
-    async fn get(&self, id: &str) -> Obs {
-        match self
-            .api
-            // Waits follow IDs the core already looked up (so validated): encode only.
-            .cinder(Request::get(
-                Op::VolumeGet,
-                format!("volumes/{}", super::ids::encode_segment(id)),
-            ))
-            .await
-        {
-            Ok(ans) => match ans.json::<VolumeEnvelope>(Op::VolumeGet) {
-                Ok(env) => Obs::Seen(Arc::new(env.volume)),
-                Err(e) => Obs::Failed(e.into_cloud(Resource::Volume, id)),
-            },
-            Err(e) => match e.into_cloud(Resource::Volume, id) {
-                CloudError::NotFound { .. } => Obs::Gone,
-                other => Obs::Failed(other),
-            },
-        }
-    }
-
-    /// Every volume of the project created (`created`) or last updated at or after `since`
-    /// (all pages), by id.
-    async fn list_since(
-        &self,
-        created: bool,
-        since: DateTime<Utc>,
-    ) -> CloudResult<HashMap<String, VolumeDto>> {
-        let filter = if created { "created_at" } else { "updated_at" };
-        let floor =
-            since.duration_trunc(TimeDelta::seconds(1)).unwrap_or(since) - TimeDelta::seconds(1);
-        let value = format!("gte:{}", floor.format("%Y-%m-%dT%H:%M:%S"));
-        let mut found = HashMap::new();
-        let mut marker: Option<String> = None;
-        loop {
-            let req = Request::get(Op::VolumeWatch, "volumes/detail")
-                .query(filter, value.clone())
-                .query_opt("marker", marker.take());
-            let ans = self
-                .api
-                .cinder(req)
-                .await
-                .map_err(|e| e.into_cloud(Resource::Volume, "(list)"))?;
-            let page: VolumeList = ans
-                .json(Op::VolumeWatch)
-                .map_err(|e| e.into_cloud(Resource::Volume, "(list)"))?;
-            let more = has_next(&page.volumes_links) && !page.volumes.is_empty();
-            marker = page.volumes.last().map(|v| v.id.clone());
-            found.extend(page.volumes.into_iter().map(|v| (v.id.clone(), v)));
-            if !more {
-                return Ok(found);
-            }
-        }
-    }
-}
-
-/// A waiter's next interval after a round; `shared`: one list served several waiters.
-fn next_interval(interval: Duration, shared: bool) -> Duration {
-    let cap = if shared { POLL_MAX_SHARED } else { POLL_MAX };
-    interval.mul_f64(POLL_FACTOR).min(cap)
 }
 
 /// One waiting RPC; dropping it (also when the RPC is cancelled) stops watching the volume once
@@ -509,7 +202,9 @@ impl Drop for Registration {
     }
 }
 
-mod condition;
+mod pace;
+mod round;
+mod state;
 
 #[cfg(test)]
 mod tests;

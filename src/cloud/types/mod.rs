@@ -2,14 +2,14 @@
 //! one place each; nothing above the port sees Cinder/Nova JSON. This file only declares the
 //! parts and re-exports them.
 
-mod backup;
+mod copy;
 mod listing;
 mod server;
-mod snapshot;
 mod volume;
+mod wait;
 
-pub use backup::*;
+pub use copy::*;
 pub use listing::*;
 pub use server::*;
-pub use snapshot::*;
 pub use volume::*;
+pub use wait::*;

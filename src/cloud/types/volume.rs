@@ -1,5 +1,5 @@
-//! Volumes as the port sees them: status, attachments, what a new one is made from, how a
-//! wait ends, and the retype policy.
+//! Volumes as the port sees them: status, attachments, what a new one is made from, and the
+//! retype policy.
 
 use std::collections::BTreeMap;
 use std::time::SystemTime;
@@ -212,23 +212,6 @@ pub struct VolumeFilter {
     pub name: Option<String>,
     /// Every pair must match the volume's metadata.
     pub metadata: BTreeMap<String, String>,
-}
-
-/// Condition a volume wait ends on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum VolumeWait {
-    /// `available` (after create, detach or extend of a detached volume).
-    Available,
-    /// Attached to this server and `in-use`.
-    AttachedTo(String),
-    /// No attachment to this server and not `detaching`.
-    DetachedFrom(String),
-    /// Size at least this many GiB and out of `extending` (in-use or available).
-    Extended(u64),
-    /// Gone (404).
-    Deleted,
-    /// Out of every transitional state (`creating`, `attaching`, `detaching`, `reserved`, ...).
-    Stable,
 }
 
 /// How Cinder may move data on retype.

@@ -61,7 +61,7 @@ impl Controller {
             (None, Some(z)) => Some(self.cinder_zone(cloud, z).await?),
             (None, None) => None,
         };
-        let cap = cloud.storage.capacity(az.as_deref(), volume_type).await?;
+        let cap = cloud.placement.capacity(az.as_deref(), volume_type).await?;
         Ok(CapacityInfo {
             available_bytes: cap.available_bytes.unwrap_or(i64::MAX as u64),
             maximum_volume_bytes: cap.maximum_volume_bytes,

@@ -12,8 +12,8 @@ use super::validate;
 use super::waits::wait_deadline;
 use super::{ContentSource, Controller, CreateVolume, VolumeInfo};
 use crate::cloud::{
-    BackupStatus, BackupWait, Cloud, CloudError, NewVolume, Resource, SnapshotStatus, SnapshotWait,
-    Volume, VolumeSource, VolumeStatus, VolumeType, VolumeWait, GIB,
+    Cloud, CloudError, CopyKind, CopyStatus, CopyWait, NewVolume, Resource, Volume, VolumeSource,
+    VolumeStatus, VolumeType, VolumeWait, GIB,
 };
 use crate::driver::types::{round_up_gib, CapacityRange, Topology, ZONE_TOPOLOGY_KEY};
 use crate::driver::{Error, Result};
@@ -155,7 +155,7 @@ impl Controller {
             scheduler_hints: Default::default(),
         };
         cloud
-            .storage
+            .volumes
             .create_volume(&new)
             .await
             .map_err(|e| match e {
@@ -207,7 +207,7 @@ impl Controller {
 
     pub(super) async fn resolve_type(&self, cloud: &Cloud, name_or_id: &str) -> Result<VolumeType> {
         cloud
-            .storage
+            .placement
             .get_volume_type(name_or_id)
             .await
             .map_err(|e| match e {
@@ -228,10 +228,10 @@ impl Controller {
         rpc_deadline: Instant,
     ) -> Result<(VolumeSource, u64)> {
         let deadline = wait_deadline(rpc_deadline);
-        let storage = &cloud.storage;
         match src {
             ContentSource::Volume(id) => {
-                let mut v = storage
+                let mut v = cloud
+                    .volumes
                     .get_volume(id)
                     .await
                     .map_err(|e| super::volume_error(id, e))?;
@@ -242,54 +242,48 @@ impl Controller {
                     )));
                 }
                 if v.status.is_transitional() {
-                    v = storage
+                    v = cloud
+                        .volumes
                         .wait_volume(id, &VolumeWait::Stable, deadline)
                         .await?;
                 }
                 Ok((VolumeSource::Volume(id.clone()), v.size_gib))
             }
-            ContentSource::Snapshot(id) => match storage.get_snapshot(id).await {
-                Ok(s) => {
-                    let s = match s.status {
-                        SnapshotStatus::Available => s,
-                        ref st if st.is_error() => {
-                            return Err(Error::precondition(format!(
-                                "source snapshot {id} is in status {st}; it cannot be restored"
-                            )))
+            ContentSource::Snapshot(id) => {
+                let copies = &cloud.copies;
+                let (kind, c) = match copies.get_copy(CopyKind::Snapshot, id).await {
+                    Ok(s) => (CopyKind::Snapshot, s),
+                    Err(CloudError::NotFound { .. }) => {
+                        match copies.get_copy(CopyKind::Backup, id).await {
+                            Ok(b) => (CopyKind::Backup, b),
+                            Err(CloudError::NotFound { .. } | CloudError::Unsupported(_)) => {
+                                return Err(Error::SnapshotNotFound { id: id.clone() })
+                            }
+                            Err(e) => return Err(e.into()),
                         }
-                        _ => {
-                            storage
-                                .wait_snapshot(id, &SnapshotWait::Available, deadline)
-                                .await?
-                        }
-                    };
-                    Ok((VolumeSource::Snapshot(id.clone()), s.size_gib))
-                }
-                Err(CloudError::NotFound { .. }) => {
-                    let b = match storage.get_backup(id).await {
-                        Ok(b) => b,
-                        Err(CloudError::NotFound { .. } | CloudError::Unsupported(_)) => {
-                            return Err(Error::SnapshotNotFound { id: id.clone() })
-                        }
-                        Err(e) => return Err(e.into()),
-                    };
-                    let b = match b.status {
-                        BackupStatus::Available => b,
-                        ref st if st.is_error() => {
-                            return Err(Error::precondition(format!(
-                                "source backup {id} is in status {st}; it cannot be restored"
-                            )))
-                        }
-                        _ => {
-                            storage
-                                .wait_backup(id, &BackupWait::Available, deadline)
-                                .await?
-                        }
-                    };
-                    Ok((VolumeSource::Backup(id.clone()), b.size_gib))
-                }
-                Err(e) => Err(e.into()),
-            },
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+                let c = match c.status {
+                    CopyStatus::Available => c,
+                    ref st if st.is_error() => {
+                        return Err(Error::precondition(format!(
+                            "source {} {id} is in status {st}; it cannot be restored",
+                            kind.as_str()
+                        )))
+                    }
+                    _ => {
+                        copies
+                            .wait_copy(kind, id, &CopyWait::Available, deadline)
+                            .await?
+                    }
+                };
+                let source = match kind {
+                    CopyKind::Snapshot => VolumeSource::Snapshot(id.clone()),
+                    CopyKind::Backup => VolumeSource::Backup(id.clone()),
+                };
+                Ok((source, c.size_gib))
+            }
         }
     }
 
@@ -306,7 +300,7 @@ impl Controller {
             Some((v.status.to_string(), None))
         } else if is_creating(&v.status) {
             match cloud
-                .storage
+                .volumes
                 .wait_volume(&v.id, &VolumeWait::Available, deadline)
                 .await
             {
@@ -335,7 +329,7 @@ impl Controller {
                 v.id
             )));
         }
-        let cleanup = match cloud.storage.delete_volume(&v.id, false).await {
+        let cleanup = match cloud.volumes.delete_volume(&v.id, false).await {
             Ok(()) | Err(CloudError::NotFound { .. }) => {
                 "it was deleted; a retry creates a new one".to_string()
             }

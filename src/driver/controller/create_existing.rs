@@ -70,7 +70,7 @@ impl Controller {
             ..Default::default()
         };
         let page = cloud
-            .storage
+            .volumes
             .list_volumes(&filter, &PageRequest::default())
             .await?;
         let (mut ours, foreign): (Vec<Volume>, Vec<Volume>) = page

@@ -7,7 +7,9 @@ use tokio::time::Instant;
 
 use super::waits::{wait_deadline, MAX_STATE_RETRIES};
 use super::{Controller, DeleteVolume};
-use crate::cloud::{Cloud, CloudError, PageRequest, SnapshotFilter, VolumeStatus, VolumeWait};
+use crate::cloud::{
+    Cloud, CloudError, CopyFilter, CopyKind, PageRequest, VolumeStatus, VolumeWait,
+};
 use crate::driver::{Error, Result};
 
 impl Controller {
@@ -15,17 +17,17 @@ impl Controller {
         let cloud = self.cloud(&req.cloud)?;
         let deadline = wait_deadline(req.deadline);
         let id = req.volume_id.as_str();
-        let storage = &cloud.storage;
+        let volumes = &cloud.volumes;
         // DELETE first: Cinder itself refuses what we must refuse (attached, in use, in a
         // transition, with snapshots), and the GET that tells which is made only then; a
         // delete that goes through costs one request less.
-        let message = match storage.delete_volume(id, self.opts.cascade_delete).await {
+        let message = match volumes.delete_volume(id, self.opts.cascade_delete).await {
             Ok(()) => return until_deleted(cloud, id, deadline).await,
             Err(CloudError::NotFound { .. }) => return Ok(()),
             Err(CloudError::Conflict { message, .. }) => message,
             Err(e) => return Err(e.into()),
         };
-        let mut v = match storage.get_volume(id).await {
+        let mut v = match volumes.get_volume(id).await {
             Ok(v) => v,
             Err(CloudError::NotFound { .. }) => return Ok(()),
             Err(e) => return Err(e.into()),
@@ -53,20 +55,20 @@ impl Controller {
             if v.status.is_transitional() {
                 // e.g. `detaching` right after an unpublish: Cinder refuses deletes until it
                 // settles (upstream's 400 here, #2965).
-                v = match storage.wait_volume(id, &VolumeWait::Stable, deadline).await {
+                v = match volumes.wait_volume(id, &VolumeWait::Stable, deadline).await {
                     Ok(v) => v,
                     Err(CloudError::NotFound { .. }) => return Ok(()),
                     // A volume in an error state can be deleted.
-                    Err(CloudError::ErrorState { .. }) => storage.get_volume(id).await?,
+                    Err(CloudError::ErrorState { .. }) => volumes.get_volume(id).await?,
                     Err(e) => return Err(e.into()),
                 };
                 continue;
             }
-            match storage.delete_volume(id, self.opts.cascade_delete).await {
+            match volumes.delete_volume(id, self.opts.cascade_delete).await {
                 Ok(()) => return until_deleted(cloud, id, deadline).await,
                 Err(CloudError::NotFound { .. }) => return Ok(()),
                 Err(CloudError::Conflict { message, .. }) => {
-                    v = match storage.get_volume(id).await {
+                    v = match volumes.get_volume(id).await {
                         Ok(v) => v,
                         Err(CloudError::NotFound { .. }) => return Ok(()),
                         Err(e) => return Err(e.into()),
@@ -87,13 +89,13 @@ impl Controller {
 
     /// Cinder refused a delete of a stable, detached volume: almost always its snapshots.
     async fn explain_refusal(&self, cloud: &Cloud, id: &str, message: &str) -> Error {
-        let filter = SnapshotFilter {
+        let filter = CopyFilter {
             volume_id: Some(id.to_string()),
             ..Default::default()
         };
         match cloud
-            .storage
-            .list_snapshots(&filter, &PageRequest::default())
+            .copies
+            .list_copies(CopyKind::Snapshot, &filter, &PageRequest::default())
             .await
         {
             Ok(page) if !page.items.is_empty() => {
@@ -111,7 +113,7 @@ impl Controller {
 
 async fn until_deleted(cloud: &Cloud, id: &str, deadline: Instant) -> Result<()> {
     match cloud
-        .storage
+        .volumes
         .wait_volume(id, &VolumeWait::Deleted, deadline)
         .await
     {

@@ -35,8 +35,8 @@ impl Controller {
         };
         let cloud = self.cloud(&req.cloud)?;
         let deadline = wait_deadline(req.deadline);
-        let storage = &cloud.storage;
-        let mut v = storage
+        let volumes = &cloud.volumes;
+        let mut v = volumes
             .get_volume(id)
             .await
             .map_err(|e| volume_error(id, e))?;
@@ -55,13 +55,13 @@ impl Controller {
                 VolumeStatus::Available => false,
                 VolumeStatus::InUse => true,
                 VolumeStatus::Extending => {
-                    v = storage
+                    v = volumes
                         .wait_volume(id, &VolumeWait::Extended(new_gib), deadline)
                         .await?;
                     continue;
                 }
                 s if s.is_transitional() => {
-                    v = storage
+                    v = volumes
                         .wait_volume(id, &VolumeWait::Stable, deadline)
                         .await?;
                     continue;
@@ -78,15 +78,15 @@ impl Controller {
                     )))
                 }
             };
-            match storage.extend_volume(id, new_gib, online).await {
+            match volumes.extend_volume(id, new_gib, online).await {
                 Ok(()) => {
-                    v = storage
+                    v = volumes
                         .wait_volume(id, &VolumeWait::Extended(new_gib), deadline)
                         .await?;
                 }
                 Err(CloudError::Conflict { message, .. }) => {
                     let before = v;
-                    v = storage
+                    v = volumes
                         .get_volume(id)
                         .await
                         .map_err(|e| volume_error(id, e))?;

@@ -79,7 +79,7 @@ impl Controller {
                 limit: (limit > 0).then(|| (limit - entries.len()) as u32),
                 marker: marker.clone(),
             };
-            let got = match cloud.storage.list_volumes(&filter, &page).await {
+            let got = match cloud.volumes.list_volumes(&filter, &page).await {
                 Ok(got) => got,
                 // The volume the token points after was deleted. CSI lets a listing that
                 // races changes show duplicates, so start this cloud over instead of failing.
@@ -126,7 +126,7 @@ impl Controller {
     pub async fn get_volume(&self, id: &str) -> Result<VolumeEntry> {
         let mut failure = None;
         for cloud in self.clouds.iter() {
-            match cloud.storage.get_volume(id).await {
+            match cloud.volumes.get_volume(id).await {
                 Ok(v) => return Ok(self.entry(&v)),
                 Err(CloudError::NotFound { .. }) => {}
                 Err(e) => failure = Some(e),
@@ -143,7 +143,7 @@ impl Controller {
     pub async fn validate_capabilities(&self, req: ValidateCapabilities) -> Result<Validation> {
         let cloud = self.cloud(&req.cloud)?;
         let v = cloud
-            .storage
+            .volumes
             .get_volume(&req.volume_id)
             .await
             .map_err(|e| volume_error(&req.volume_id, e))?;

@@ -22,9 +22,9 @@ impl Controller {
         let id = req.volume_id.as_str();
         let cloud = self.cloud(&req.cloud)?;
         let deadline = wait_deadline(req.deadline);
-        let storage = &cloud.storage;
+        let volumes = &cloud.volumes;
         // The volume first: NotFound whatever is asked of it.
-        let mut v = storage
+        let mut v = volumes
             .get_volume(id)
             .await
             .map_err(|e| volume_error(id, e))?;
@@ -39,7 +39,7 @@ impl Controller {
         let mut refusals = Refusals::default();
         for _ in 0..MAX_STATE_RETRIES {
             if v.status.is_transitional() {
-                v = storage
+                v = volumes
                     .wait_volume(id, &VolumeWait::Stable, deadline)
                     .await?;
                 continue;
@@ -53,12 +53,12 @@ impl Controller {
                     v.status
                 )));
             }
-            match storage
+            match volumes
                 .retype_volume(id, &t.name, self.opts.retype_policy)
                 .await
             {
                 Ok(()) => {
-                    v = storage
+                    v = volumes
                         .wait_volume(id, &VolumeWait::Stable, deadline)
                         .await?;
                     if has_type(&v, want, Some(&t)) {
@@ -78,7 +78,7 @@ impl Controller {
                 }
                 Err(CloudError::Conflict { message, .. }) => {
                     let before = v;
-                    v = storage
+                    v = volumes
                         .get_volume(id)
                         .await
                         .map_err(|e| volume_error(id, e))?;

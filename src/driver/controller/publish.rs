@@ -46,8 +46,8 @@ impl Controller {
         let cloud = self.cloud(&req.cloud)?;
         let deadline = wait_deadline(req.deadline);
         let (id, node) = (req.volume_id.as_str(), req.node_id.as_str());
-        let storage = &cloud.storage;
-        let mut v = storage
+        let volumes = &cloud.volumes;
+        let mut v = volumes
             .get_volume(id)
             .await
             .map_err(|e| volume_error(id, e))?;
@@ -59,7 +59,7 @@ impl Controller {
             if v.attached_to(node).is_some() && v.status != VolumeStatus::Detaching {
                 // Already published here (CSI: "MUST reply 0 OK"), or on its way.
                 if matches!(v.status, VolumeStatus::Attaching | VolumeStatus::Reserved) {
-                    v = storage
+                    v = volumes
                         .wait_volume(id, &VolumeWait::AttachedTo(node.to_string()), deadline)
                         .await
                         .map_err(|e| as_precondition(id, e))?;
@@ -78,7 +78,7 @@ impl Controller {
                 ));
             }
             if v.status.is_transitional() {
-                v = storage
+                v = volumes
                     .wait_volume(id, &VolumeWait::Stable, deadline)
                     .await
                     .map_err(|e| as_precondition(id, e))?;
@@ -105,9 +105,9 @@ impl Controller {
                     )));
                 }
             }
-            match cloud.compute.attach_volume(node, id, v.multiattach).await {
+            match cloud.servers.attach_volume(node, id, v.multiattach).await {
                 Ok(att) => {
-                    v = storage
+                    v = volumes
                         .wait_volume(id, &VolumeWait::AttachedTo(node.to_string()), deadline)
                         .await
                         .map_err(|e| as_precondition(id, e))?;
@@ -124,7 +124,7 @@ impl Controller {
                 Err(CloudError::Conflict { message, .. }) => {
                     // Someone moved the volume meanwhile; look again.
                     let before = v;
-                    v = storage
+                    v = volumes
                         .get_volume(id)
                         .await
                         .map_err(|e| volume_error(id, e))?;
@@ -149,7 +149,7 @@ impl Controller {
         let cloud = self.cloud(&req.cloud)?;
         let deadline = wait_deadline(req.deadline);
         let id = req.volume_id.as_str();
-        let mut v = match cloud.storage.get_volume(id).await {
+        let mut v = match cloud.volumes.get_volume(id).await {
             Ok(v) => v,
             // CSI: a volume that cannot be found is regarded as unpublished.
             Err(CloudError::NotFound { .. }) => return Ok(()),
@@ -187,7 +187,7 @@ fn attach_pending(v: &Volume) -> bool {
 /// is gone. A deadline is WaitTimeout (Aborted): the sidecar retries.
 async fn settle(cloud: &Cloud, id: &str, deadline: Instant) -> Result<Option<Volume>> {
     match cloud
-        .storage
+        .volumes
         .wait_volume(id, &VolumeWait::Stable, deadline)
         .await
     {
@@ -202,7 +202,7 @@ async fn settle(cloud: &Cloud, id: &str, deadline: Instant) -> Result<Option<Vol
 /// An attach still in flight is waited out first and then undone if it reached `server`.
 async fn detach(cloud: &Cloud, mut v: Volume, server: &str, deadline: Instant) -> Result<()> {
     let id = v.id.clone();
-    let storage = &cloud.storage;
+    let volumes = &cloud.volumes;
     let detached = |r: Result<Volume, CloudError>| match r {
         Ok(_) | Err(CloudError::NotFound { .. }) => Ok(()),
         Err(e) => Err(Error::from(e)),
@@ -219,7 +219,7 @@ async fn detach(cloud: &Cloud, mut v: Volume, server: &str, deadline: Instant) -
             };
             continue;
         }
-        match cloud.compute.detach_volume(server, &id).await {
+        match cloud.servers.detach_volume(server, &id).await {
             Ok(()) => {}
             // CSI: a node that no longer exists has nothing attached.
             Err(CloudError::NotFound {
@@ -232,7 +232,7 @@ async fn detach(cloud: &Cloud, mut v: Volume, server: &str, deadline: Instant) -
             }
             Err(CloudError::Conflict { message, .. }) => {
                 let before = v;
-                v = match storage.get_volume(&id).await {
+                v = match volumes.get_volume(&id).await {
                     Ok(v) => v,
                     Err(CloudError::NotFound { .. }) => return Ok(()),
                     Err(e) => return Err(e.into()),
@@ -249,7 +249,7 @@ async fn detach(cloud: &Cloud, mut v: Volume, server: &str, deadline: Instant) -
             Err(e) => return Err(e.into()),
         }
         let until = VolumeWait::DetachedFrom(server.to_string());
-        return detached(storage.wait_volume(&id, &until, deadline).await);
+        return detached(volumes.wait_volume(&id, &until, deadline).await);
     }
     Err(Error::Aborted(format!(
         "volume {id} kept changing state (now {}); retry later",
@@ -267,7 +267,7 @@ const GHOST_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 async fn ghost_detached(cloud: &Cloud, id: &str, server: &str, deadline: Instant) -> Result<()> {
     let until = VolumeWait::DetachedFrom(server.to_string());
     let grace = deadline.min(Instant::now() + GHOST_GRACE);
-    match cloud.storage.wait_volume(id, &until, grace).await {
+    match cloud.volumes.wait_volume(id, &until, grace).await {
         Ok(_) | Err(CloudError::NotFound { .. }) => Ok(()),
         Err(CloudError::WaitTimeout { last_status, .. }) => {
             tracing::warn!(

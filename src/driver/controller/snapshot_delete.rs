@@ -12,9 +12,7 @@ use tokio::time::Instant;
 
 use super::waits::wait_deadline;
 use super::{Controller, DeleteSnapshot};
-use crate::cloud::{
-    Backup, BackupStatus, BackupWait, Cloud, CloudError, SnapshotStatus, SnapshotWait,
-};
+use crate::cloud::{Cloud, CloudError, CopyKind, CopyStatus, CopyWait, VolumeCopy};
 use crate::driver::{Error, Result};
 
 impl Controller {
@@ -23,9 +21,9 @@ impl Controller {
         let cloud = self.cloud(&req.cloud)?;
         let deadline = wait_deadline(req.deadline);
         let id = req.snapshot_id.as_str();
-        let storage = &cloud.storage;
+        let copies = &cloud.copies;
         // Snapshots are the common case: try them first (upstream always paid a backup 404).
-        match storage.delete_snapshot(id).await {
+        match copies.delete_copy(CopyKind::Snapshot, id).await {
             Ok(()) => return snapshot_gone(cloud, id, deadline).await,
             Err(CloudError::NotFound { .. }) => {}
             Err(CloudError::Conflict { message, .. }) => {
@@ -33,13 +31,13 @@ impl Controller {
             }
             Err(e) => return Err(e.into()),
         }
-        let mut b = match storage.get_backup(id).await {
+        let mut b = match copies.get_copy(CopyKind::Backup, id).await {
             Ok(b) => b,
             Err(CloudError::NotFound { .. } | CloudError::Unsupported(_)) => return Ok(()),
             Err(e) => return Err(e.into()),
         };
-        if b.status != BackupStatus::Deleting {
-            if backup_transitional(&b.status) {
+        if b.status != CopyStatus::Deleting {
+            if transitional(&b.status) {
                 tracing::info!(backup = id, status = %b.status,
                     "the backup is still settling; waiting, then deleting");
                 b = match settle_backup(cloud, id, deadline).await? {
@@ -47,7 +45,7 @@ impl Controller {
                     None => return Ok(()),
                 };
             }
-            match storage.delete_backup(id).await {
+            match copies.delete_copy(CopyKind::Backup, id).await {
                 Ok(()) => {}
                 Err(CloudError::NotFound { .. }) => return Ok(()),
                 Err(CloudError::Conflict { message, .. }) => {
@@ -60,8 +58,8 @@ impl Controller {
             }
         }
         self.drop_temporary(cloud, &b).await;
-        let gone = match storage
-            .wait_backup(id, &BackupWait::Deleted, deadline)
+        let gone = match copies
+            .wait_copy(CopyKind::Backup, id, &CopyWait::Deleted, deadline)
             .await
         {
             Ok(_) | Err(CloudError::NotFound { .. }) => Ok(()),
@@ -77,8 +75,8 @@ impl Controller {
 
 async fn snapshot_gone(cloud: &Cloud, id: &str, deadline: Instant) -> Result<()> {
     match cloud
-        .storage
-        .wait_snapshot(id, &SnapshotWait::Deleted, deadline)
+        .copies
+        .wait_copy(CopyKind::Snapshot, id, &CopyWait::Deleted, deadline)
         .await
     {
         Ok(_) | Err(CloudError::NotFound { .. }) => Ok(()),
@@ -96,26 +94,26 @@ async fn delete_settled_snapshot(
     refusal: &str,
     deadline: Instant,
 ) -> Result<()> {
-    let storage = &cloud.storage;
-    let s = match storage.get_snapshot(id).await {
+    let copies = &cloud.copies;
+    let s = match copies.get_copy(CopyKind::Snapshot, id).await {
         Err(CloudError::NotFound { .. }) => return Ok(()),
         Err(e) => return Err(e.into()),
         Ok(s) => s,
     };
-    if s.status == SnapshotStatus::Deleting {
+    if s.status == CopyStatus::Deleting {
         return snapshot_gone(cloud, id, deadline).await;
     }
     let mut status = s.status;
-    if snapshot_transitional(&status) {
+    if transitional(&status) {
         tracing::info!(snapshot = id, %status,
             "Cinder refused to delete the snapshot while it settles; waiting, then deleting");
         // An error state ends the wait as well: Cinder deletes snapshots in `error`.
-        match storage
-            .wait_snapshot(id, &SnapshotWait::Available, deadline)
+        match copies
+            .wait_copy(CopyKind::Snapshot, id, &CopyWait::Available, deadline)
             .await
         {
             Ok(s) => status = s.status,
-            Err(CloudError::ErrorState { status: st, .. }) => status = SnapshotStatus::parse(&st),
+            Err(CloudError::ErrorState { status: st, .. }) => status = CopyStatus::parse(&st),
             Err(CloudError::NotFound { .. }) => return Ok(()),
             Err(e) => return Err(e.into()),
         }
@@ -123,7 +121,7 @@ async fn delete_settled_snapshot(
         tracing::debug!(snapshot = id, %status, refusal,
             "Cinder refused to delete the snapshot; trying once more");
     }
-    match storage.delete_snapshot(id).await {
+    match copies.delete_copy(CopyKind::Snapshot, id).await {
         Ok(()) => snapshot_gone(cloud, id, deadline).await,
         Err(CloudError::NotFound { .. }) => Ok(()),
         Err(CloudError::Conflict { message, .. }) => Err(Error::precondition(format!(
@@ -134,15 +132,15 @@ async fn delete_settled_snapshot(
 }
 
 /// Wait until backup `id` leaves its transitional state; `None` when it is gone.
-async fn settle_backup(cloud: &Cloud, id: &str, deadline: Instant) -> Result<Option<Backup>> {
-    let storage = &cloud.storage;
-    match storage
-        .wait_backup(id, &BackupWait::Available, deadline)
+async fn settle_backup(cloud: &Cloud, id: &str, deadline: Instant) -> Result<Option<VolumeCopy>> {
+    let copies = &cloud.copies;
+    match copies
+        .wait_copy(CopyKind::Backup, id, &CopyWait::Available, deadline)
         .await
     {
         Ok(b) => Ok(Some(b)),
         // Cinder deletes backups in `error`; re-read for the status the message shows.
-        Err(CloudError::ErrorState { .. }) => match storage.get_backup(id).await {
+        Err(CloudError::ErrorState { .. }) => match copies.get_copy(CopyKind::Backup, id).await {
             Ok(b) => Ok(Some(b)),
             Err(CloudError::NotFound { .. }) => Ok(None),
             Err(e) => Err(e.into()),
@@ -152,12 +150,8 @@ async fn settle_backup(cloud: &Cloud, id: &str, deadline: Instant) -> Result<Opt
     }
 }
 
-/// A snapshot status Cinder leaves on its own (`creating`, `backing-up`, `restoring`, …), as
-/// opposed to `available`, `deleting` and the error states.
-fn snapshot_transitional(s: &SnapshotStatus) -> bool {
-    !s.is_error() && !matches!(s, SnapshotStatus::Available | SnapshotStatus::Deleting)
-}
-
-fn backup_transitional(s: &BackupStatus) -> bool {
-    !s.is_error() && !matches!(s, BackupStatus::Available | BackupStatus::Deleting)
+/// A snapshot or backup status Cinder leaves on its own (`creating`, `backing-up`,
+/// `restoring`, …), as opposed to `available`, `deleting` and the error states.
+fn transitional(s: &CopyStatus) -> bool {
+    !s.is_error() && !matches!(s, CopyStatus::Available | CopyStatus::Deleting)
 }

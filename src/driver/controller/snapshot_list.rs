@@ -3,14 +3,10 @@
 //! backups are taken from.
 
 use super::list::stale_marker;
-use super::snapshots::{
-    backup_info, is_temporary, listable_backup, listable_snapshot, snapshot_info,
-};
+use super::snapshots::{copy_info, is_temporary, listable};
 use super::tokens::{Collection, ListToken};
 use super::{Controller, ListSnapshots, SnapshotInfo, SnapshotsPage};
-use crate::cloud::{
-    BackupFilter, BackupStatus, Cloud, CloudError, PageRequest, SnapshotFilter, SnapshotStatus,
-};
+use crate::cloud::{Cloud, CloudError, CopyFilter, CopyKind, CopyStatus, PageRequest};
 use crate::driver::{Error, Result};
 
 impl Controller {
@@ -21,21 +17,21 @@ impl Controller {
         cloud: &Cloud,
         id: &str,
     ) -> Result<Option<std::result::Result<SnapshotInfo, String>>> {
-        match cloud.storage.get_snapshot(id).await {
-            Ok(s) if is_temporary(&s) || s.status == SnapshotStatus::Deleting => return Ok(None),
+        match cloud.copies.get_copy(CopyKind::Snapshot, id).await {
+            Ok(s) if is_temporary(&s) || s.status == CopyStatus::Deleting => return Ok(None),
             Ok(s) if s.status.is_error() => return Ok(Some(Err(s.status.to_string()))),
-            Ok(s) => return Ok(Some(Ok(snapshot_info(&s)))),
+            Ok(s) => return Ok(Some(Ok(copy_info(&s)))),
             Err(CloudError::NotFound { .. }) => {}
             Err(e) => return Err(e.into()),
         }
-        match cloud.storage.get_backup(id).await {
-            Ok(b) if b.status == BackupStatus::Deleting => Ok(None),
+        match cloud.copies.get_copy(CopyKind::Backup, id).await {
+            Ok(b) if b.status == CopyStatus::Deleting => Ok(None),
             Ok(b) if b.status.is_error() => Ok(Some(Err(b.status.to_string()))),
             Ok(b) => {
-                if b.status == BackupStatus::Available {
+                if b.status == CopyStatus::Available {
                     self.drop_temporary(cloud, &b).await;
                 }
-                Ok(Some(Ok(backup_info(&b))))
+                Ok(Some(Ok(copy_info(&b))))
             }
             Err(CloudError::NotFound { .. } | CloudError::Unsupported(_)) => Ok(None),
             Err(e) => Err(e.into()),
@@ -108,51 +104,26 @@ impl Controller {
                 marker: marker.clone(),
             };
             let had_marker = marker.is_some();
-            let next = match collection {
-                Collection::Snapshots => {
-                    let filter = SnapshotFilter {
-                        name: None,
-                        volume_id: req.source_volume_id.clone(),
-                    };
-                    let got = match cloud.storage.list_snapshots(&filter, &page).await {
-                        Ok(got) => got,
-                        Err(e) if stale_marker(&e, had_marker) => {
-                            marker = None;
-                            continue;
-                        }
-                        Err(e) => return Err(e.into()),
-                    };
-                    entries.extend(
-                        got.items
-                            .iter()
-                            .filter(|s| listable_snapshot(s))
-                            .map(snapshot_info),
-                    );
+            let kind = match collection {
+                Collection::Snapshots => CopyKind::Snapshot,
+                _ => CopyKind::Backup,
+            };
+            let filter = CopyFilter {
+                name: None,
+                volume_id: req.source_volume_id.clone(),
+            };
+            let next = match cloud.copies.list_copies(kind, &filter, &page).await {
+                Ok(got) => {
+                    entries.extend(got.items.iter().filter(|c| listable(c)).map(copy_info));
                     got.next_marker
                 }
-                _ => {
-                    let filter = BackupFilter {
-                        name: None,
-                        volume_id: req.source_volume_id.clone(),
-                    };
-                    match cloud.storage.list_backups(&filter, &page).await {
-                        Ok(got) => {
-                            entries.extend(
-                                got.items
-                                    .iter()
-                                    .filter(|b| listable_backup(b))
-                                    .map(backup_info),
-                            );
-                            got.next_marker
-                        }
-                        Err(CloudError::Unsupported(_)) => None,
-                        Err(e) if stale_marker(&e, had_marker) => {
-                            marker = None;
-                            continue;
-                        }
-                        Err(e) => return Err(e.into()),
-                    }
+                // A cloud without backups lists none.
+                Err(CloudError::Unsupported(_)) if kind == CopyKind::Backup => None,
+                Err(e) if stale_marker(&e, had_marker) => {
+                    marker = None;
+                    continue;
                 }
+                Err(e) => return Err(e.into()),
             };
             match next {
                 Some(m) => marker = Some(m),

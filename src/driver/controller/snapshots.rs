@@ -14,8 +14,8 @@ use super::params::{SnapshotKind, BACKUP_BASE_SECONDS, BACKUP_SOURCE_KEY, CLUSTE
 use super::waits::wait_deadline;
 use super::{Controller, CreateSnapshot, SnapshotInfo};
 use crate::cloud::{
-    Backup, BackupFilter, BackupStatus, Cloud, CloudError, NewBackup, NewSnapshot, PageRequest,
-    Snapshot, SnapshotFilter, SnapshotStatus, SnapshotWait, GIB,
+    Cloud, CloudError, CopyFilter, CopyKind, CopyStatus, CopyWait, NewBackup, NewSnapshot,
+    PageRequest, VolumeCopy, GIB,
 };
 use crate::driver::{Error, Result};
 
@@ -25,37 +25,25 @@ pub(super) const MAX_CLEANED_BACKUPS: usize = 4096;
 /// Description Cinder shows for snapshots and backups we create.
 pub const SNAPSHOT_DESCRIPTION: &str = "Created by OpenStack Cinder CSI driver";
 
-pub(super) fn snapshot_info(s: &Snapshot) -> SnapshotInfo {
+/// A snapshot or a backup as CSI sees it.
+pub(super) fn copy_info(c: &VolumeCopy) -> SnapshotInfo {
     SnapshotInfo {
-        id: s.id.clone(),
-        source_volume_id: s.volume_id.clone(),
-        size_bytes: s.size_gib * GIB,
-        created_at: s.created_at.unwrap_or(SystemTime::UNIX_EPOCH),
-        ready_to_use: s.status == SnapshotStatus::Available,
+        id: c.id.clone(),
+        source_volume_id: c.volume_id.clone(),
+        size_bytes: c.size_gib * GIB,
+        created_at: c.created_at.unwrap_or(SystemTime::UNIX_EPOCH),
+        ready_to_use: c.status == CopyStatus::Available,
     }
 }
 
-pub(super) fn backup_info(b: &Backup) -> SnapshotInfo {
-    SnapshotInfo {
-        id: b.id.clone(),
-        source_volume_id: b.volume_id.clone(),
-        size_bytes: b.size_gib * GIB,
-        created_at: b.created_at.unwrap_or(SystemTime::UNIX_EPOCH),
-        ready_to_use: b.status == BackupStatus::Available,
-    }
+/// A snapshot a backup is being taken from (never a CSI snapshot of its own).
+pub(super) fn is_temporary(c: &VolumeCopy) -> bool {
+    c.kind == CopyKind::Snapshot && c.metadata.contains_key(BACKUP_SOURCE_KEY)
 }
 
-pub(super) fn is_temporary(s: &Snapshot) -> bool {
-    s.metadata.contains_key(BACKUP_SOURCE_KEY)
-}
-
-/// Snapshots a listing shows: cut (or being cut) and not on their way out.
-pub(super) fn listable_snapshot(s: &Snapshot) -> bool {
-    !is_temporary(s) && !s.status.is_error() && s.status != SnapshotStatus::Deleting
-}
-
-pub(super) fn listable_backup(b: &Backup) -> bool {
-    !b.status.is_error() && b.status != BackupStatus::Deleting
+/// Snapshots and backups a listing shows: made (or being made) and not on their way out.
+pub(super) fn listable(c: &VolumeCopy) -> bool {
+    !is_temporary(c) && !c.status.is_error() && c.status != CopyStatus::Deleting
 }
 
 fn one_named<T>(
@@ -94,24 +82,30 @@ impl Controller {
         }
     }
 
-    async fn snapshots_named(&self, cloud: &Cloud, name: &str) -> Result<Vec<Snapshot>> {
-        let filter = SnapshotFilter {
+    /// The snapshots or backups named `name` that are not being deleted.
+    async fn copies_named(
+        &self,
+        cloud: &Cloud,
+        kind: CopyKind,
+        name: &str,
+    ) -> Result<Vec<VolumeCopy>> {
+        let filter = CopyFilter {
             name: Some(name.to_string()),
             ..Default::default()
         };
         Ok(cloud
-            .storage
-            .list_snapshots(&filter, &PageRequest::default())
+            .copies
+            .list_copies(kind, &filter, &PageRequest::default())
             .await?
             .items
             .into_iter()
-            .filter(|s| s.name == name && s.status != SnapshotStatus::Deleting)
+            .filter(|c| c.name == name && c.status != CopyStatus::Deleting)
             .collect())
     }
 
-    async fn new_snapshot(&self, cloud: &Cloud, new: &NewSnapshot) -> Result<Snapshot> {
+    async fn new_snapshot(&self, cloud: &Cloud, new: &NewSnapshot) -> Result<VolumeCopy> {
         cloud
-            .storage
+            .copies
             .create_snapshot(new)
             .await
             .map_err(|e| match e {
@@ -131,8 +125,8 @@ impl Controller {
         cloud: &Cloud,
         req: &CreateSnapshot,
     ) -> Result<SnapshotInfo> {
-        let found: Vec<Snapshot> = self
-            .snapshots_named(cloud, &req.name)
+        let found: Vec<VolumeCopy> = self
+            .copies_named(cloud, CopyKind::Snapshot, &req.name)
             .await?
             .into_iter()
             .filter(|s| !is_temporary(s))
@@ -147,7 +141,7 @@ impl Controller {
             if s.status.is_error() {
                 return Err(self.drop_failed_snapshot(cloud, &s).await);
             }
-            return Ok(snapshot_info(&s));
+            return Ok(copy_info(&s));
         }
         let s = self
             .new_snapshot(
@@ -161,12 +155,12 @@ impl Controller {
                 },
             )
             .await?;
-        Ok(snapshot_info(&s))
+        Ok(copy_info(&s))
     }
 
     /// A snapshot in an error state is deleted so a retried CreateSnapshot starts afresh.
-    async fn drop_failed_snapshot(&self, cloud: &Cloud, s: &Snapshot) -> Error {
-        let cleanup = match cloud.storage.delete_snapshot(&s.id).await {
+    async fn drop_failed_snapshot(&self, cloud: &Cloud, s: &VolumeCopy) -> Error {
+        let cleanup = match cloud.copies.delete_copy(CopyKind::Snapshot, &s.id).await {
             Ok(()) | Err(CloudError::NotFound { .. }) => {
                 "it was deleted; a retry takes a new one".into()
             }
@@ -179,22 +173,14 @@ impl Controller {
     }
 
     async fn create_backup(&self, cloud: &Cloud, req: &CreateSnapshot) -> Result<SnapshotInfo> {
-        let storage = &cloud.storage;
-        let filter = BackupFilter {
-            name: Some(req.name.clone()),
-            ..Default::default()
-        };
-        let found: Vec<Backup> = storage
-            .list_backups(&filter, &PageRequest::default())
-            .await?
-            .items
-            .into_iter()
-            .filter(|b| b.name == req.name && b.status != BackupStatus::Deleting)
-            .collect();
+        let copies = &cloud.copies;
+        let found = self
+            .copies_named(cloud, CopyKind::Backup, &req.name)
+            .await?;
         if let Some(b) = one_named("backup", &req.name, found, |b| b.id.as_str())? {
             return self.backup_progress(cloud, req, b).await;
         }
-        if !storage.backups_supported().await? {
+        if !copies.backups_supported().await? {
             return Err(Error::precondition(
                 "this cloud has no Cinder backup service; use a VolumeSnapshotClass with type: \
                  snapshot",
@@ -202,7 +188,7 @@ impl Controller {
         }
         // Step 1: the temporary snapshot the backup is taken from.
         let temp = self
-            .snapshots_named(cloud, &req.name)
+            .copies_named(cloud, CopyKind::Snapshot, &req.name)
             .await?
             .into_iter()
             .filter(is_temporary)
@@ -239,25 +225,25 @@ impl Controller {
         };
         // Step 2: the snapshot must be cut (available) before Cinder backs it up. This is the
         // part CreateSnapshot must block for; a timeout is Aborted and the retry resumes here.
-        let temp = if temp.status == SnapshotStatus::Available {
+        let temp = if temp.status == CopyStatus::Available {
             temp
         } else {
             let deadline = wait_deadline(req.deadline);
-            match storage
-                .wait_snapshot(&temp.id, &SnapshotWait::Available, deadline)
+            match copies
+                .wait_copy(CopyKind::Snapshot, &temp.id, &CopyWait::Available, deadline)
                 .await
             {
                 Ok(s) => s,
                 Err(CloudError::ErrorState { .. }) => {
                     let mut failed = temp.clone();
-                    failed.status = SnapshotStatus::Error;
+                    failed.status = CopyStatus::Error;
                     return Err(self.drop_failed_snapshot(cloud, &failed).await);
                 }
                 Err(e) => return Err(e.into()),
             }
         };
         // Step 3: the backup.
-        let b = storage
+        let b = copies
             .create_backup(&NewBackup {
                 name: req.name.clone(),
                 volume_id: req.source_volume_id.clone(),
@@ -283,7 +269,7 @@ impl Controller {
         &self,
         cloud: &Cloud,
         req: &CreateSnapshot,
-        b: Backup,
+        b: VolumeCopy,
     ) -> Result<SnapshotInfo> {
         if b.volume_id != req.source_volume_id {
             return Err(Error::AlreadyExists(format!(
@@ -292,7 +278,7 @@ impl Controller {
             )));
         }
         if b.status.is_error() {
-            let cleanup = match cloud.storage.delete_backup(&b.id).await {
+            let cleanup = match cloud.copies.delete_copy(CopyKind::Backup, &b.id).await {
                 Ok(()) | Err(CloudError::NotFound { .. }) => {
                     "it was deleted; a retry takes a new one".to_string()
                 }
@@ -304,7 +290,7 @@ impl Controller {
                 b.id, b.name, b.volume_id, b.status
             )));
         }
-        if b.status == BackupStatus::Available {
+        if b.status == CopyStatus::Available {
             self.drop_temporary(cloud, &b).await;
         } else if let Some(created) = b.created_at {
             let bound = Duration::from_secs(
@@ -330,23 +316,24 @@ impl Controller {
                 )));
             }
         }
-        Ok(backup_info(&b))
+        Ok(copy_info(&b))
     }
 
     /// Delete the temporary snapshot of a finished backup, once. Failures only delay it to
     /// the next CreateSnapshot/ListSnapshots/DeleteSnapshot that sees the backup.
-    pub(super) async fn drop_temporary(&self, cloud: &Cloud, b: &Backup) {
+    pub(super) async fn drop_temporary(&self, cloud: &Cloud, b: &VolumeCopy) {
         let Some(sid) = b.snapshot_id.as_deref() else {
             return;
         };
         if self.cleaned().contains(&b.id) {
             return;
         }
-        let gone = match cloud.storage.get_snapshot(sid).await {
+        let copies = &cloud.copies;
+        let gone = match copies.get_copy(CopyKind::Snapshot, sid).await {
             Err(CloudError::NotFound { .. }) => true,
             Ok(s) if !is_temporary(&s) => true,
-            Ok(s) if s.status == SnapshotStatus::Deleting => true,
-            Ok(_) => match cloud.storage.delete_snapshot(sid).await {
+            Ok(s) if s.status == CopyStatus::Deleting => true,
+            Ok(_) => match copies.delete_copy(CopyKind::Snapshot, sid).await {
                 Ok(()) | Err(CloudError::NotFound { .. }) => true,
                 Err(e) => {
                     tracing::warn!(backup = %b.id, snapshot = sid, error = %e,

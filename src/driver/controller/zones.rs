@@ -90,7 +90,7 @@ impl Controller {
             .is_none_or(|at| at.elapsed() >= ZONE_REFRESH);
         if found == Match::Missing && may_list {
             known.listed_at = Some(Instant::now());
-            match cloud.storage.availability_zones().await {
+            match cloud.placement.availability_zones().await {
                 Ok(zones) => {
                     tracing::debug!(cloud = %cloud.name, ?zones, "listed the availability zones");
                     known.zones = zones;

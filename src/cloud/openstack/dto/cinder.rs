@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use super::lenient::{loose_bool, null_as_default, parse_time, string_map, system_time, Link};
 use crate::cloud::{
-    Attachment, Backup, BackupStatus, Snapshot, SnapshotStatus, Volume, VolumeStatus, VolumeType,
+    Attachment, CopyKind, CopyStatus, Volume, VolumeCopy, VolumeStatus, VolumeType,
 };
 
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
@@ -127,48 +127,10 @@ pub struct VolumeList {
     pub volumes_links: Vec<Link>,
 }
 
+/// A snapshot or a backup as Cinder sends it. Snapshots have no `snapshot_id`,
+/// `availability_zone` or `fail_reason`; a backup being created may have a null `size`.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
-pub struct SnapshotDto {
-    pub id: String,
-    #[serde(default, deserialize_with = "null_as_default")]
-    pub name: String,
-    pub volume_id: String,
-    pub size: u64,
-    pub status: String,
-    #[serde(default)]
-    pub created_at: Option<String>,
-    #[serde(default, deserialize_with = "string_map")]
-    pub metadata: BTreeMap<String, String>,
-}
-
-impl From<SnapshotDto> for Snapshot {
-    fn from(d: SnapshotDto) -> Self {
-        Snapshot {
-            created_at: system_time(&d.created_at),
-            status: SnapshotStatus::parse(&d.status),
-            id: d.id,
-            name: d.name,
-            volume_id: d.volume_id,
-            size_gib: d.size,
-            metadata: d.metadata,
-        }
-    }
-}
-
-#[derive(Debug, Deserialize)]
-pub struct SnapshotEnvelope {
-    pub snapshot: SnapshotDto,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct SnapshotList {
-    pub snapshots: Vec<SnapshotDto>,
-    #[serde(default)]
-    pub snapshots_links: Vec<Link>,
-}
-
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
-pub struct BackupDto {
+pub struct CopyDto {
     pub id: String,
     #[serde(default, deserialize_with = "null_as_default")]
     pub name: String,
@@ -188,25 +150,29 @@ pub struct BackupDto {
     pub metadata: BTreeMap<String, String>,
 }
 
-impl From<BackupDto> for Backup {
-    fn from(d: BackupDto) -> Self {
-        Backup {
-            created_at: system_time(&d.created_at),
-            status: BackupStatus::parse(&d.status),
-            id: d.id,
-            name: d.name,
-            volume_id: d.volume_id,
-            snapshot_id: d.snapshot_id,
-            size_gib: d.size,
-            availability_zone: d.availability_zone,
-            metadata: d.metadata,
+impl CopyDto {
+    pub fn into_copy(self, kind: CopyKind) -> VolumeCopy {
+        VolumeCopy {
+            kind,
+            created_at: system_time(&self.created_at),
+            status: CopyStatus::parse(&self.status),
+            id: self.id,
+            name: self.name,
+            volume_id: self.volume_id,
+            snapshot_id: self.snapshot_id,
+            size_gib: self.size,
+            availability_zone: self.availability_zone,
+            metadata: self.metadata,
+            fail_reason: self.fail_reason,
         }
     }
 }
 
+/// `{"snapshot": {...}}` or `{"backup": {...}}`.
 #[derive(Debug, Deserialize)]
-pub struct BackupEnvelope {
-    pub backup: BackupDto,
+pub struct CopyEnvelope {
+    #[serde(rename = "snapshot", alias = "backup")]
+    pub copy: CopyDto,
 }
 
 /// What a backup create answers: `{"backup": {"id", "links", "name"}}`.
@@ -220,11 +186,13 @@ pub struct IdOnly {
     pub id: String,
 }
 
+/// `{"snapshots": [...], "snapshots_links": [...]}` or the same of `backups`.
 #[derive(Debug, Deserialize)]
-pub struct BackupList {
-    pub backups: Vec<BackupDto>,
-    #[serde(default)]
-    pub backups_links: Vec<Link>,
+pub struct CopyList {
+    #[serde(rename = "snapshots", alias = "backups")]
+    pub copies: Vec<CopyDto>,
+    #[serde(default, rename = "snapshots_links", alias = "backups_links")]
+    pub links: Vec<Link>,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]

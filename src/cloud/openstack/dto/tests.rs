@@ -6,8 +6,7 @@ use chrono::{DateTime, Utc};
 use super::cinder::is_true_spec;
 use super::*;
 use crate::cloud::{
-    Backup, BackupStatus, Server, ServerAttachment, Snapshot, SnapshotStatus, Volume, VolumeStatus,
-    VolumeType,
+    CopyKind, CopyStatus, Server, ServerAttachment, Volume, VolumeStatus, VolumeType,
 };
 
 /// Block Storage API reference, volumes-list-detailed-response.json (3.69), plus a second,
@@ -214,7 +213,7 @@ fn unknown_statuses_are_kept() {
 #[test]
 fn snapshots_from_the_reference() {
     // snapshots-list-detailed-response.json (3.65)
-    let list: SnapshotList = serde_json::from_str(
+    let list: CopyList = serde_json::from_str(
         r#"{
         "snapshots": [{
             "created_at": "2019-03-11T16:24:36.464445",
@@ -235,11 +234,19 @@ fn snapshots_from_the_reference() {
     }"#,
     )
     .unwrap();
-    assert!(!has_next(&list.snapshots_links));
-    let s = Snapshot::from(list.snapshots.into_iter().next().unwrap());
+    assert!(!has_next(&list.links));
+    let s = list
+        .copies
+        .into_iter()
+        .next()
+        .unwrap()
+        .into_copy(CopyKind::Snapshot);
     assert_eq!(s.id, "d0083dc5-8795-4c1a-bc9c-74f70006c205");
     assert_eq!(s.volume_id, "7acd675e-4e06-4653-af9f-2ecd546342d6");
-    assert_eq!(s.status, SnapshotStatus::Creating);
+    assert_eq!(
+        (s.kind, s.status),
+        (CopyKind::Snapshot, CopyStatus::Creating)
+    );
     assert_eq!(s.size_gib, 10);
     assert_eq!(s.metadata.get("key").map(String::as_str), Some("v3"));
 }
@@ -247,7 +254,7 @@ fn snapshots_from_the_reference() {
 #[test]
 fn backups_from_the_reference() {
     // backup-show-response.json (3.56)
-    let env: BackupEnvelope = serde_json::from_str(
+    let env: CopyEnvelope = serde_json::from_str(
         r#"{
         "backup": {
             "availability_zone": null,
@@ -274,8 +281,8 @@ fn backups_from_the_reference() {
     }"#,
     )
     .unwrap();
-    let b = Backup::from(env.backup);
-    assert_eq!(b.status, BackupStatus::Creating);
+    let b = env.copy.into_copy(CopyKind::Backup);
+    assert_eq!((b.kind, b.status), (CopyKind::Backup, CopyStatus::Creating));
     assert_eq!(b.volume_id, "e763a78b-edc5-48fb-bbb3-fddc1062e27a");
     assert_eq!(
         (b.size_gib, b.snapshot_id, b.availability_zone),
@@ -291,7 +298,7 @@ fn a_backup_create_answers_with_its_id_only() {
         "links": [{"href": "http://127.0.0.1:40797/v3/p/backups/b1f41f9b-741e-4992-a246-b97de7e6e87e", "rel": "self"}],
         "name": "backup001"}}"#).unwrap();
     assert_eq!(c.backup.id, "b1f41f9b-741e-4992-a246-b97de7e6e87e");
-    assert!(serde_json::from_str::<BackupEnvelope>(
+    assert!(serde_json::from_str::<CopyEnvelope>(
         r#"{"backup": {"id": "b", "links": [], "name": "n"}}"#
     )
     .is_err());

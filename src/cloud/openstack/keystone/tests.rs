@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::*;
 use crate::cloud::openstack::testserver::Fake;
 use crate::cloud::openstack::{ApiMetrics, OpenStack};
-use crate::cloud::{BlockStorage, CloudError, Compute};
+use crate::cloud::{CloudError, Health, Servers};
 
 async fn cloud(fake: &Fake) -> (OpenStack, Arc<ApiMetrics>) {
     let m = Arc::new(ApiMetrics::new());
@@ -84,7 +84,7 @@ async fn tokens_are_renewed_before_they_expire() {
     tokio::time::sleep(Duration::from_millis(1300)).await;
     os.check().await.unwrap();
     assert_eq!(fake.with(|s| s.tokens_issued), 2);
-    assert_eq!(metrics.snapshot().errors(super::super::Service::Cinder), 0);
+    assert_eq!(metrics.snapshot().errors(crate::cloud::Service::Cinder), 0);
 }
 
 #[tokio::test]

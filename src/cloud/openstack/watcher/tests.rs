@@ -4,12 +4,12 @@
 
 use std::sync::Arc;
 
-use super::condition::ATTACH_ROLLBACK_GRACE;
+use super::pace::{next_interval, POLL_MAX, POLL_MAX_SHARED};
+use super::state::moved;
 use super::*;
 use crate::cloud::openstack::testserver::{step, Fake, Step};
 use crate::cloud::openstack::{ApiMetrics, OpenStack};
-use crate::cloud::BlockStorage;
-use crate::cloud::VolumeStatus;
+use crate::cloud::{VolumeStatus, Volumes};
 
 async fn cloud(fake: &Fake) -> Arc<OpenStack> {
     Arc::new(
@@ -21,33 +21,6 @@ async fn cloud(fake: &Fake) -> Arc<OpenStack> {
 
 fn soon() -> Instant {
     Instant::now() + Duration::from_secs(10)
-}
-
-fn vol(id: &str, status: VolumeStatus, attached: Option<&str>, size: u64) -> Volume {
-    Volume {
-        id: id.to_string(),
-        name: String::new(),
-        size_gib: size,
-        status,
-        availability_zone: String::new(),
-        volume_type: None,
-        multiattach: false,
-        bootable: false,
-        metadata: Default::default(),
-        attachments: attached
-            .map(|s| {
-                vec![crate::cloud::Attachment {
-                    server_id: s.into(),
-                    attachment_id: None,
-                    device: None,
-                }]
-            })
-            .unwrap_or_default(),
-        snapshot_id: None,
-        source_volume_id: None,
-        backup_id: None,
-        created_at: None,
-    }
 }
 
 #[test]
@@ -112,99 +85,6 @@ fn moving_on_is_a_status_or_attachment_change_or_going() {
     assert!(moved(&seen("in-use", false), &seen("in-use", true)));
     assert!(moved(&seen("deleting", false), &Obs::Gone));
     assert!(!moved(&Obs::Gone, &Obs::Gone));
-}
-
-#[test]
-fn conditions() {
-    use VolumeStatus::*;
-    let s = || "srv".to_string();
-    let t = Duration::ZERO;
-    assert_eq!(
-        evaluate(&VolumeWait::Available, &vol("v", Available, None, 1), t),
-        Verdict::Done
-    );
-    assert_eq!(
-        evaluate(&VolumeWait::Available, &vol("v", Creating, None, 1), t),
-        Verdict::Continue
-    );
-    let attached = VolumeWait::AttachedTo(s());
-    assert_eq!(
-        evaluate(&attached, &vol("v", InUse, Some("srv"), 1), t),
-        Verdict::Done
-    );
-    assert_eq!(
-        evaluate(&attached, &vol("v", Attaching, Some("srv"), 1), t),
-        Verdict::Continue
-    );
-    assert_eq!(
-        evaluate(&attached, &vol("v", InUse, Some("other"), 1), t),
-        Verdict::Continue
-    );
-    assert_eq!(
-        evaluate(&attached, &vol("v", Reserved, None, 1), t),
-        Verdict::Continue
-    );
-    // Back to available without our attachment, after the grace: Nova rolled it back.
-    assert_eq!(
-        evaluate(&attached, &vol("v", Available, None, 1), t),
-        Verdict::Continue
-    );
-    assert!(matches!(
-        evaluate(
-            &attached,
-            &vol("v", Available, None, 1),
-            ATTACH_ROLLBACK_GRACE
-        ),
-        Verdict::Fail(CloudError::ErrorState { .. })
-    ));
-    let detached = VolumeWait::DetachedFrom(s());
-    assert_eq!(
-        evaluate(&detached, &vol("v", Available, None, 1), t),
-        Verdict::Done
-    );
-    assert_eq!(
-        evaluate(&detached, &vol("v", InUse, Some("other"), 1), t),
-        Verdict::Done
-    );
-    assert_eq!(
-        evaluate(&detached, &vol("v", Detaching, None, 1), t),
-        Verdict::Continue
-    );
-    assert_eq!(
-        evaluate(&detached, &vol("v", InUse, Some("srv"), 1), t),
-        Verdict::Continue
-    );
-    let grown = VolumeWait::Extended(3);
-    assert_eq!(
-        evaluate(&grown, &vol("v", Extending, None, 3), t),
-        Verdict::Continue
-    );
-    assert_eq!(
-        evaluate(&grown, &vol("v", Available, None, 2), t),
-        Verdict::Continue
-    );
-    assert_eq!(
-        evaluate(&grown, &vol("v", InUse, Some("srv"), 3), t),
-        Verdict::Done
-    );
-    assert_eq!(
-        evaluate(&VolumeWait::Stable, &vol("v", Detaching, None, 1), t),
-        Verdict::Continue
-    );
-    assert_eq!(
-        evaluate(&VolumeWait::Stable, &vol("v", InUse, None, 1), t),
-        Verdict::Done
-    );
-    assert_eq!(
-        evaluate(&VolumeWait::Deleted, &vol("v", Deleting, None, 1), t),
-        Verdict::Continue
-    );
-    for st in [Error, ErrorExtending, ErrorDeleting] {
-        assert!(matches!(
-            evaluate(&VolumeWait::Stable, &vol("v", st, None, 1), t),
-            Verdict::Fail(CloudError::ErrorState { .. })
-        ));
-    }
 }
 
 /// `n` volumes created through the adapter (so their change times are known).
@@ -616,7 +496,7 @@ async fn a_volume_unchanged_for_long_is_fetched_not_listed() {
     let os = cloud(&fake).await;
     // Two volumes the watcher knows: one changed just now, one 11 minutes before it.
     let now = chrono::Utc::now();
-    for (id, t) in [("new", now), ("old", now - TimeDelta::minutes(11))] {
+    for (id, t) in [("new", now), ("old", now - chrono::TimeDelta::minutes(11))] {
         let dto: VolumeDto = serde_json::from_value(serde_json::json!({
             "id": id, "status": "available", "size": 1,
             "updated_at": t.format("%Y-%m-%dT%H:%M:%S%.6f").to_string(),

@@ -1,6 +1,5 @@
 use super::*;
-use crate::cloud::fake::Op;
-use crate::cloud::Capacity;
+use crate::cloud::{Capacity, Op};
 use crate::driver::Error;
 
 fn req(caps: Vec<VolumeCapability>, p: &[(&str, &str)], zone: Option<&str>) -> GetCapacity {
@@ -80,7 +79,7 @@ async fn capabilities_no_volume_can_serve_have_no_capacity() {
         .await
         .unwrap();
     assert_eq!(c.available_bytes, 0);
-    assert_eq!(e.fake.calls(Op::Capacity), 1);
+    assert_eq!(e.fake.calls(Op::QuotaGet), 1);
 }
 
 #[tokio::test(start_paused = true)]

@@ -1,5 +1,5 @@
 use super::*;
-use crate::cloud::fake::Op;
+use crate::cloud::Op;
 use crate::cloud::{CloudError, RequestId, VolumeStatus};
 use crate::driver::Error;
 
@@ -58,7 +58,7 @@ async fn limit_below_rounded_size_is_out_of_range_and_creates_nothing() {
     req.capacity.limit_bytes = GIB / 2;
     assert_matches!(e.ctl.create_volume(req).await, Err(Error::OutOfRange(_)));
     assert!(e.fake.volumes().is_empty());
-    assert_eq!(e.fake.calls(Op::CreateVolume), 0);
+    assert_eq!(e.fake.calls(Op::VolumeCreate), 0);
 }
 
 #[tokio::test(start_paused = true)]
@@ -73,7 +73,7 @@ async fn same_name_same_size_returns_the_same_volume() {
     req.capacity.limit_bytes = GIB;
     assert_eq!(e.ctl.create_volume(req).await.unwrap(), first);
     assert_eq!(e.fake.volumes().len(), 1);
-    assert_eq!(e.fake.calls(Op::CreateVolume), 1);
+    assert_eq!(e.fake.calls(Op::VolumeCreate), 1);
 }
 
 #[tokio::test(start_paused = true)]
@@ -133,7 +133,7 @@ async fn foreign(e: &Env, name: &str, cluster: Option<&str>) -> crate::cloud::Vo
     let v = e
         .fake
         .cloud("")
-        .storage
+        .volumes
         .create_volume(&crate::cloud::NewVolume {
             name: name.into(),
             size_gib: 1,
@@ -178,8 +178,8 @@ async fn a_same_named_volume_not_ours_is_already_exists_and_untouched() {
             e.ctl.create_volume(create_req("pvc-1", GIB)).await,
             Err(Error::AlreadyExists(_))
         );
-        assert_eq!(e.fake.calls(Op::CreateVolume), 0);
-        assert_eq!(e.fake.calls(Op::DeleteVolume), 0);
+        assert_eq!(e.fake.calls(Op::VolumeCreate), 0);
+        assert_eq!(e.fake.calls(Op::VolumeDelete), 0);
         assert!(e.fake.volume(&v.id).is_some());
     }
 }
@@ -202,7 +202,7 @@ async fn idempotent_across_restarts_with_or_without_a_cluster() {
                 .unwrap(),
             v
         );
-        assert_eq!(e.fake.calls(Op::CreateVolume), 1);
+        assert_eq!(e.fake.calls(Op::VolumeCreate), 1);
     }
 }
 
@@ -220,7 +220,7 @@ async fn a_volume_in_another_error_state_is_kept_and_failed_precondition() {
             e.ctl.create_volume(create_req("pvc-1", GIB)).await,
             Err(Error::FailedPrecondition(m)) if m.contains(status.as_str()) && m.contains("not deleted")
         );
-        assert_eq!(e.fake.calls(Op::DeleteVolume), 0);
+        assert_eq!(e.fake.calls(Op::VolumeDelete), 0);
         assert!(e.fake.volume(&v.id).is_some());
     }
 }
@@ -383,7 +383,7 @@ async fn wait_ends_at_the_deadline_with_aborted_and_the_retry_resumes() {
     e.fake.settle_all();
     let v = e.create("pvc-1", 1).await;
     assert_eq!(
-        e.fake.calls(Op::CreateVolume),
+        e.fake.calls(Op::VolumeCreate),
         1,
         "the retry found it by name"
     );
@@ -551,7 +551,7 @@ async fn clouds_are_selected_by_the_cloud_secret() {
 async fn cloud_failures_keep_their_kind() {
     let e = env();
     e.fake.fail_next(
-        Op::ListVolumes,
+        Op::VolumeList,
         CloudError::Unavailable {
             message: "503".into(),
             request_id: RequestId::default(),

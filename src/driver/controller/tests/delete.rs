@@ -1,5 +1,5 @@
 use super::*;
-use crate::cloud::fake::Op;
+use crate::cloud::Op;
 use crate::cloud::{CloudError, RequestId, VolumeStatus};
 use crate::driver::Error;
 
@@ -26,15 +26,15 @@ async fn unknown_volume_is_ok() {
 async fn deletes_and_waits_until_gone_then_repeats_ok() {
     let e = env();
     let v = e.create("a", 1).await;
-    let gets = e.fake.calls(Op::GetVolume);
+    let gets = e.fake.calls(Op::VolumeGet);
     e.ctl.delete_volume(delete_req(&v.id)).await.unwrap();
     assert!(e.fake.volume(&v.id).is_none(), "gone when the RPC returns");
     for _ in 0..3 {
         e.ctl.delete_volume(delete_req(&v.id)).await.unwrap();
     }
     // DELETE first, no GET before it: each repeat is one DELETE answered 404.
-    assert_eq!(e.fake.calls(Op::DeleteVolume), 4);
-    assert_eq!(e.fake.calls(Op::GetVolume), gets);
+    assert_eq!(e.fake.calls(Op::VolumeDelete), 4);
+    assert_eq!(e.fake.calls(Op::VolumeGet), gets);
 }
 
 #[tokio::test(start_paused = true)]
@@ -49,7 +49,7 @@ async fn attached_volume_is_failed_precondition_and_kept() {
     assert_eq!(e.fake.volume(&v.id).unwrap().status, VolumeStatus::InUse);
     // Cinder refused the one DELETE (it checks attachments atomically; a GET before it could
     // not, the volume may be attached in between); nothing was retried.
-    assert_eq!(e.fake.calls(Op::DeleteVolume), 1);
+    assert_eq!(e.fake.calls(Op::VolumeDelete), 1);
 }
 
 #[tokio::test(start_paused = true)]
@@ -82,7 +82,7 @@ async fn transitional_states_are_waited_out() {
     // Right after an unpublish Cinder may still say `detaching`; upstream got a 400 here.
     e.fake.set_volume_status(&v.id, VolumeStatus::Detaching);
     e.fake.fail_next(
-        Op::WaitVolume,
+        Op::VolumeWatch,
         CloudError::Unavailable {
             message: "flaky".into(),
             request_id: RequestId::default(),
@@ -107,12 +107,12 @@ async fn a_deleting_volume_is_waited_for() {
     let v = e.create("a", 1).await;
     e.fake.set_settle_after(5);
     let cloud = e.fake.cloud("");
-    cloud.storage.delete_volume(&v.id, false).await.unwrap();
+    cloud.volumes.delete_volume(&v.id, false).await.unwrap();
     e.ctl.delete_volume(delete_req(&v.id)).await.unwrap();
     assert!(e.fake.volume(&v.id).is_none());
     // Ours: one DELETE, refused while `deleting`, then the wait; no retry of the delete.
     assert_eq!(
-        e.fake.calls(Op::DeleteVolume),
+        e.fake.calls(Op::VolumeDelete),
         2,
         "no second delete call of ours"
     );

@@ -1,5 +1,5 @@
 use super::*;
-use crate::cloud::fake::Op;
+use crate::cloud::Op;
 use crate::cloud::{CloudError, VolumeStatus};
 use crate::driver::Error;
 
@@ -40,7 +40,7 @@ async fn extends_an_available_volume_and_waits_for_the_size() {
             .unwrap();
         assert_eq!(again, r);
     }
-    assert_eq!(e.fake.calls(Op::ExtendVolume), 1);
+    assert_eq!(e.fake.calls(Op::VolumeExtend), 1);
 }
 
 #[tokio::test(start_paused = true)]
@@ -77,7 +77,7 @@ async fn already_large_enough_is_ok_without_a_call() {
         .await
         .unwrap();
     assert_eq!(r.capacity_bytes, 4 * GIB);
-    assert_eq!(e.fake.calls(Op::ExtendVolume), 0);
+    assert_eq!(e.fake.calls(Op::VolumeExtend), 0);
 }
 
 #[tokio::test(start_paused = true)]
@@ -95,7 +95,7 @@ async fn bad_ranges_and_missing_volumes() {
         e.ctl.expand_volume(expand_req("nope", GIB, None)).await,
         Err(Error::VolumeNotFound { .. })
     );
-    assert_eq!(e.fake.calls(Op::ExtendVolume), 0);
+    assert_eq!(e.fake.calls(Op::VolumeExtend), 0);
 }
 
 #[tokio::test(start_paused = true)]
@@ -121,14 +121,14 @@ async fn an_extend_in_progress_is_joined() {
     let v = e.create("a", 1).await;
     e.fake.set_settle_after(5);
     let cloud = e.fake.cloud("");
-    cloud.storage.extend_volume(&v.id, 2, false).await.unwrap();
+    cloud.volumes.extend_volume(&v.id, 2, false).await.unwrap();
     let r = e
         .ctl
         .expand_volume(expand_req(&v.id, 2 * GIB, None))
         .await
         .unwrap();
     assert_eq!(r.capacity_bytes, 2 * GIB);
-    assert_eq!(e.fake.calls(Op::ExtendVolume), 1, "no second extend");
+    assert_eq!(e.fake.calls(Op::VolumeExtend), 1, "no second extend");
 }
 
 #[tokio::test(start_paused = true)]
@@ -137,7 +137,7 @@ async fn a_permanent_refusal_is_failed_precondition_with_cinders_message() {
     let v = e.create("a", 1).await;
     for _ in 0..2 {
         e.fake.fail_next(
-            Op::ExtendVolume,
+            Op::VolumeExtend,
             CloudError::Conflict {
                 message: "Invalid volume: Volume cannot be extended while it has snapshots".into(),
                 request_id: Default::default(),
@@ -148,12 +148,12 @@ async fn a_permanent_refusal_is_failed_precondition_with_cinders_message() {
         e.ctl.expand_volume(expand_req(&v.id, 2 * GIB, None)).await,
         Err(Error::FailedPrecondition(m)) if m.contains("while it has snapshots")
     );
-    assert_eq!(e.fake.calls(Op::ExtendVolume), 2);
+    assert_eq!(e.fake.calls(Op::VolumeExtend), 2);
     assert_eq!(e.fake.volume(&v.id).unwrap().size_gib, 1);
     // One refusal only (a race): the retry extends.
     e.fake.reset_calls();
     e.fake.fail_next(
-        Op::ExtendVolume,
+        Op::VolumeExtend,
         CloudError::Conflict {
             message: "Invalid volume: status must be available".into(),
             request_id: Default::default(),

@@ -1,7 +1,7 @@
 use std::collections::BTreeSet;
 
 use super::*;
-use crate::cloud::fake::Op;
+use crate::cloud::Op;
 use crate::cloud::{CloudError, RequestId, VolumeStatus};
 use crate::driver::Error;
 
@@ -148,7 +148,7 @@ async fn cluster_filter_lists_only_this_clusters_volumes() {
     let mine = e.create("mine", 1).await;
     let cloud = e.fake.cloud("");
     cloud
-        .storage
+        .volumes
         .create_volume(&crate::cloud::NewVolume {
             name: "theirs".into(),
             size_gib: 1,
@@ -182,7 +182,7 @@ async fn get_volume_condition_and_not_found() {
     );
     // A cloud that did not answer is not a NotFound.
     e.fake.fail_next(
-        Op::GetVolume,
+        Op::VolumeGet,
         CloudError::Unavailable {
             message: "down".into(),
             request_id: RequestId::default(),

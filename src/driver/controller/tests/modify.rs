@@ -1,6 +1,5 @@
 use super::*;
-use crate::cloud::fake::Op;
-use crate::cloud::MigrationPolicy;
+use crate::cloud::{MigrationPolicy, Op};
 use crate::driver::Error;
 
 fn modify_req(id: &str, p: &[(&str, &str)]) -> ModifyVolume {
@@ -38,7 +37,7 @@ async fn retypes_and_repeats_without_a_second_retype() {
             .await
             .unwrap();
     }
-    assert_eq!(e.fake.calls(Op::RetypeVolume), 1);
+    assert_eq!(e.fake.calls(Op::VolumeRetype), 1);
 }
 
 #[tokio::test(start_paused = true)]
@@ -56,7 +55,7 @@ async fn bad_requests() {
             .await,
         Err(Error::VolumeNotFound { .. })
     );
-    assert_eq!(e.fake.calls(Op::RetypeVolume), 0);
+    assert_eq!(e.fake.calls(Op::VolumeRetype), 0);
 }
 
 /// csi-sanity (no mutable-parameters file) sends empty `mutable_parameters`: NotFound for a
@@ -79,8 +78,8 @@ async fn empty_parameters_check_the_volume_and_change_nothing() {
             .unwrap();
     }
     assert_eq!(e.fake.volume(&v.id).unwrap(), before);
-    assert_eq!(e.fake.calls(Op::RetypeVolume), 0);
-    assert_eq!(e.fake.calls(Op::GetVolumeType), 0);
+    assert_eq!(e.fake.calls(Op::VolumeRetype), 0);
+    assert_eq!(e.fake.calls(Op::VolumeTypeGet), 0);
 }
 
 #[tokio::test(start_paused = true)]
@@ -119,7 +118,7 @@ async fn a_permanent_refusal_is_failed_precondition_with_cinders_message() {
     let v = e.create("a", 1).await;
     for _ in 0..2 {
         e.fake.fail_next(
-            Op::RetypeVolume,
+            Op::VolumeRetype,
             crate::cloud::CloudError::Conflict {
                 message: "Invalid volume: Retype needs volume to be in available or in-use \
                           state, not be part of an active migration"
@@ -132,5 +131,5 @@ async fn a_permanent_refusal_is_failed_precondition_with_cinders_message() {
         e.ctl.modify_volume(modify_req(&v.id, &[("type", "gold")])).await,
         Err(Error::FailedPrecondition(m)) if m.contains("active migration")
     );
-    assert_eq!(e.fake.calls(Op::RetypeVolume), 2);
+    assert_eq!(e.fake.calls(Op::VolumeRetype), 2);
 }

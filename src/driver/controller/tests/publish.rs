@@ -1,5 +1,5 @@
 use super::*;
-use crate::cloud::fake::Op;
+use crate::cloud::Op;
 use crate::cloud::{CloudError, RequestId, VolumeStatus};
 use crate::driver::Error;
 
@@ -29,7 +29,7 @@ async fn attaches_waits_in_use_and_repeats_with_the_same_context() {
     for _ in 0..5 {
         assert_eq!(e.publish(&v.id, "node-1").await.unwrap(), ctx);
     }
-    assert_eq!(e.fake.calls(Op::AttachVolume), 1);
+    assert_eq!(e.fake.calls(Op::ServerAttach), 1);
 }
 
 #[tokio::test(start_paused = true)]
@@ -56,7 +56,7 @@ async fn attached_elsewhere_is_failed_precondition_naming_the_node() {
         e.publish(&v.id, "node-2").await,
         Err(Error::FailedPrecondition(m)) if m.contains("node-1")
     );
-    assert_eq!(e.fake.calls(Op::AttachVolume), 1);
+    assert_eq!(e.fake.calls(Op::ServerAttach), 1);
 }
 
 #[tokio::test(start_paused = true)]
@@ -99,7 +99,7 @@ async fn capability_the_volume_cannot_serve_is_invalid_argument() {
     let mut ro = publish_req(&v.id, "node-1", rwo());
     ro.readonly = true;
     assert_matches!(e.ctl.publish_volume(ro).await, Err(Error::InvalidArgument(m)) if m.contains("PUBLISH_READONLY"));
-    assert_eq!(e.fake.calls(Op::AttachVolume), 0);
+    assert_eq!(e.fake.calls(Op::ServerAttach), 0);
 }
 
 #[tokio::test(start_paused = true)]
@@ -109,7 +109,7 @@ async fn transitional_state_is_waited_out_then_attached() {
     let cloud = e.fake.cloud("");
     // A volume still `creating` (upstream: Nova 400 "must be available to reserve").
     let v = cloud
-        .storage
+        .volumes
         .create_volume(&crate::cloud::NewVolume {
             name: "a".into(),
             size_gib: 1,
@@ -133,7 +133,7 @@ async fn stuck_transitional_state_is_aborted_with_the_last_status() {
         e.ctl.publish_volume(req).await,
         Err(Error::Cloud(CloudError::WaitTimeout { ref last_status, .. })) if last_status == "reserved"
     );
-    assert_eq!(e.fake.calls(Op::AttachVolume), 0);
+    assert_eq!(e.fake.calls(Op::ServerAttach), 0);
 }
 
 #[tokio::test(start_paused = true)]
@@ -149,14 +149,14 @@ async fn a_conflict_from_nova_is_looked_at_again() {
     let e = env();
     let v = e.create("a", 1).await;
     e.fake.fail_next(
-        Op::AttachVolume,
+        Op::ServerAttach,
         CloudError::Conflict {
             message: "volume is reserved".into(),
             request_id: RequestId::default(),
         },
     );
     e.publish(&v.id, "node-1").await.unwrap();
-    assert_eq!(e.fake.calls(Op::AttachVolume), 2);
+    assert_eq!(e.fake.calls(Op::ServerAttach), 2);
 }
 
 #[tokio::test(start_paused = true)]
@@ -164,7 +164,7 @@ async fn nova_outage_is_unavailable() {
     let e = env();
     let v = e.create("a", 1).await;
     e.fake.fail_next(
-        Op::AttachVolume,
+        Op::ServerAttach,
         CloudError::Unavailable {
             message: "502".into(),
             request_id: RequestId::default(),
@@ -189,7 +189,7 @@ async fn unpublish_waits_until_cinder_shows_it_detached() {
     for _ in 0..3 {
         e.unpublish(&v.id, Some("node-1")).await.unwrap();
     }
-    assert_eq!(e.fake.calls(Op::DetachVolume), 1);
+    assert_eq!(e.fake.calls(Op::ServerDetach), 1);
 }
 
 #[tokio::test(start_paused = true)]
@@ -257,11 +257,11 @@ async fn published_volume_being_extended_online_is_still_published() {
     e.fake.reset_calls();
     assert_eq!(e.publish(&v.id, "node-1").await.unwrap(), ctx);
     assert_eq!(
-        e.fake.calls(Op::WaitVolume),
+        e.fake.calls(Op::VolumeWatch),
         0,
         "no need to wait for the extend"
     );
-    assert_eq!(e.fake.calls(Op::AttachVolume), 0);
+    assert_eq!(e.fake.calls(Op::ServerAttach), 0);
 }
 
 fn conflict(message: &str) -> CloudError {
@@ -296,7 +296,7 @@ async fn multiattach_volume_elsewhere_with_a_single_node_mode_is_failed_precondi
             Err(Error::FailedPrecondition(m)) if m.contains("node-1") && m.contains("MULTI_NODE")
         );
     }
-    assert_eq!(e.fake.calls(Op::AttachVolume), 1);
+    assert_eq!(e.fake.calls(Op::ServerAttach), 1);
     assert!(e
         .fake
         .volume(&v.id)
@@ -316,7 +316,7 @@ async fn unpublish_during_an_attach_in_flight_waits_and_detaches() {
         let v = e.create("a", 1).await;
         let cloud = e.fake.cloud("");
         cloud
-            .compute
+            .servers
             .attach_volume("node-1", &v.id, false)
             .await
             .unwrap();
@@ -328,7 +328,7 @@ async fn unpublish_during_an_attach_in_flight_waits_and_detaches() {
         let vol = e.fake.volume(&v.id).unwrap();
         assert!(vol.attachments.is_empty(), "{node:?}: {vol:?}");
         assert_eq!(vol.status, VolumeStatus::Available);
-        assert_eq!(e.fake.calls(Op::DetachVolume), 1);
+        assert_eq!(e.fake.calls(Op::ServerDetach), 1);
     }
 }
 
@@ -347,7 +347,7 @@ async fn unpublish_while_reserved_for_too_long_is_aborted() {
         e.ctl.unpublish_volume(req).await,
         Err(Error::Cloud(CloudError::WaitTimeout { ref last_status, .. })) if last_status == "reserved"
     );
-    assert_eq!(e.fake.calls(Op::DetachVolume), 0);
+    assert_eq!(e.fake.calls(Op::ServerDetach), 0);
 }
 
 #[tokio::test(start_paused = true)]
@@ -357,13 +357,13 @@ async fn unpublish_of_a_ghost_attachment_ends_within_a_bound() {
     e.publish(&v.id, "node-1").await.unwrap();
     // Nova has no such attachment; Cinder still lists it (a stale record).
     e.fake.fail_next(
-        Op::DetachVolume,
+        Op::ServerDetach,
         CloudError::not_found(crate::cloud::Resource::Attachment, "att"),
     );
     let start = Instant::now();
     e.unpublish(&v.id, Some("node-1")).await.unwrap();
     assert!(Instant::now() - start <= Duration::from_secs(11));
-    assert_eq!(e.fake.calls(Op::DetachVolume), 1);
+    assert_eq!(e.fake.calls(Op::ServerDetach), 1);
 }
 
 #[tokio::test(start_paused = true)]
@@ -372,7 +372,7 @@ async fn a_refusal_that_changes_nothing_is_failed_precondition_with_novas_messag
     let v = e.create("a", 1).await;
     for _ in 0..2 {
         e.fake.fail_next(
-            Op::AttachVolume,
+            Op::ServerAttach,
             conflict("Invalid volume: encrypted volume"),
         );
     }
@@ -380,18 +380,18 @@ async fn a_refusal_that_changes_nothing_is_failed_precondition_with_novas_messag
         e.publish(&v.id, "node-1").await,
         Err(Error::FailedPrecondition(m)) if m.contains("encrypted volume")
     );
-    assert_eq!(e.fake.calls(Op::AttachVolume), 2);
+    assert_eq!(e.fake.calls(Op::ServerAttach), 2);
 
     let e = env();
     let v = e.create("a", 1).await;
     e.publish(&v.id, "node-1").await.unwrap();
     for _ in 0..2 {
         e.fake
-            .fail_next(Op::DetachVolume, conflict("Invalid volume: cannot detach"));
+            .fail_next(Op::ServerDetach, conflict("Invalid volume: cannot detach"));
     }
     assert_matches!(
         e.unpublish(&v.id, Some("node-1")).await,
         Err(Error::FailedPrecondition(m)) if m.contains("cannot detach")
     );
-    assert_eq!(e.fake.calls(Op::DetachVolume), 2);
+    assert_eq!(e.fake.calls(Op::ServerDetach), 2);
 }

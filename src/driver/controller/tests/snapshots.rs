@@ -1,8 +1,8 @@
 use std::collections::BTreeSet;
 
 use super::*;
-use crate::cloud::fake::Op;
-use crate::cloud::{BackupStatus, SnapshotStatus};
+use crate::cloud::CopyStatus;
+use crate::cloud::Op;
 use crate::driver::Error;
 
 fn delete_req(id: &str) -> DeleteSnapshot {
@@ -23,13 +23,13 @@ async fn create_returns_at_once_then_reports_ready() {
         !first.ready_to_use,
         "returns while Cinder is still creating it"
     );
-    assert_eq!(e.fake.calls(Op::WaitSnapshot), 0, "no blocking wait");
+    assert_eq!(e.fake.calls(Op::SnapshotGet), 0, "no blocking wait");
     assert_eq!(first.source_volume_id, v.id);
     assert_eq!(first.size_bytes, 2 * GIB);
     let ready = e.snapshot_ready("s", &v.id, &[]).await;
     assert_eq!(ready.id, first.id);
     assert_eq!(ready.created_at, first.created_at);
-    assert_eq!(e.fake.calls(Op::CreateSnapshot), 1);
+    assert_eq!(e.fake.calls(Op::SnapshotCreate), 1);
     for _ in 0..3 {
         assert_eq!(e.snapshot("s", &v.id, &[]).await.unwrap(), ready);
     }
@@ -94,7 +94,7 @@ async fn failed_snapshot_is_deleted_and_retried_afresh() {
     e.fake.settle_all();
     assert_eq!(
         e.fake.snapshot(&first.id).unwrap().status,
-        SnapshotStatus::Error
+        CopyStatus::Error
     );
     assert_matches!(e.snapshot("s", &v.id, &[]).await, Err(Error::Internal(m)) if m.contains("error"));
     e.fake.settle_all();
@@ -151,10 +151,10 @@ async fn backup_state_machine_across_retries() {
         e.fake.snapshot(&temp).is_none(),
         "temporary snapshot deleted once the backup is done"
     );
-    assert_eq!(e.fake.calls(Op::CreateBackup), 1);
-    assert_eq!(e.fake.calls(Op::CreateSnapshot), 1);
+    assert_eq!(e.fake.calls(Op::BackupCreate), 1);
+    assert_eq!(e.fake.calls(Op::SnapshotCreate), 1);
     // Idempotent afterwards, with no further cleanup calls.
-    let deletes = e.fake.calls(Op::DeleteSnapshot);
+    let deletes = e.fake.calls(Op::SnapshotDelete);
     for _ in 0..3 {
         assert_eq!(
             e.snapshot("bk", &v.id, &[("type", "backup")])
@@ -163,7 +163,7 @@ async fn backup_state_machine_across_retries() {
             ready
         );
     }
-    assert_eq!(e.fake.calls(Op::DeleteSnapshot), deletes);
+    assert_eq!(e.fake.calls(Op::SnapshotDelete), deletes);
 }
 
 #[tokio::test(start_paused = true)]
@@ -189,7 +189,7 @@ async fn backup_cut_wait_is_aborted_at_the_deadline_and_resumed() {
     e.fake.settle_all();
     e.snapshot_ready("bk", &v.id, &[("type", "backup")]).await;
     assert_eq!(
-        e.fake.calls(Op::CreateSnapshot),
+        e.fake.calls(Op::SnapshotCreate),
         1,
         "the temporary snapshot is reused"
     );
@@ -205,10 +205,7 @@ async fn failed_backup_is_deleted_with_its_temporary_snapshot() {
         .await
         .unwrap();
     e.fake.settle_all();
-    assert_eq!(
-        e.fake.backup(&first.id).unwrap().status,
-        BackupStatus::Error
-    );
+    assert_eq!(e.fake.backup(&first.id).unwrap().status, CopyStatus::Error);
     assert_matches!(
         e.snapshot("bk", &v.id, &[("type", "backup")]).await,
         Err(Error::Internal(_))
@@ -226,7 +223,7 @@ async fn stuck_backup_is_reported() {
         .snapshot("bk", &v.id, &[("type", "backup")])
         .await
         .unwrap();
-    e.fake.set_backup_status(&b.id, BackupStatus::Creating);
+    e.fake.set_backup_status(&b.id, CopyStatus::Creating);
     e.fake.backdate_backup(&b.id, Duration::from_secs(60));
     // 60 s old, 1 GiB: within 30 s + 100 s/GiB, beyond 30 s + 20 s/GiB (the default).
     let patient = [
@@ -272,7 +269,7 @@ async fn delete_snapshot_and_backup_idempotently() {
     e.fake.settle_all();
     assert!(e.fake.snapshots().is_empty());
     assert!(e.fake.backups().is_empty());
-    assert_eq!(e.fake.calls(Op::DeleteBackup), 1);
+    assert_eq!(e.fake.calls(Op::BackupDelete), 1);
     assert_eq!(e.ctl.cleaned_len(), 0, "a deleted backup leaves the cache");
 }
 
@@ -289,18 +286,18 @@ async fn delete_of_an_unfinished_backup_waits_and_removes_its_temporary_snapshot
     assert!(!b.ready_to_use);
     assert_eq!(
         e.fake.backups()[0].status,
-        BackupStatus::Creating,
+        CopyStatus::Creating,
         "still creating when DeleteSnapshot comes"
     );
     e.ctl.delete_snapshot(delete_req(&b.id)).await.unwrap();
     assert!(e.fake.backups().is_empty(), "deleted, not only asked to");
-    assert_eq!(e.fake.calls(Op::DeleteBackup), 1, "no refused attempt");
+    assert_eq!(e.fake.calls(Op::BackupDelete), 1, "no refused attempt");
     // The temporary snapshot's delete is asked for (not waited on).
     assert!(e
         .fake
         .snapshots()
         .iter()
-        .all(|s| s.status == SnapshotStatus::Deleting));
+        .all(|s| s.status == CopyStatus::Deleting));
     e.fake.settle_all();
     assert!(e.fake.snapshots().is_empty());
 }
@@ -312,10 +309,7 @@ async fn delete_right_after_create_waits_then_deletes() {
     let e = env();
     let v = e.create("a", 1).await;
     let s = e.snapshot("s", &v.id, &[]).await.unwrap();
-    assert_eq!(
-        e.fake.snapshot(&s.id).unwrap().status,
-        SnapshotStatus::Creating
-    );
+    assert_eq!(e.fake.snapshot(&s.id).unwrap().status, CopyStatus::Creating);
     e.ctl.delete_snapshot(delete_req(&s.id)).await.unwrap();
     assert!(e.fake.snapshots().is_empty());
     // A snapshot that failed is deleted as well (Cinder deletes `error` snapshots).
@@ -333,7 +327,7 @@ async fn a_refusal_that_raced_the_end_of_creation_is_retried() {
     let v = e.create("a", 1).await;
     let s = e.snapshot_ready("s", &v.id, &[]).await;
     e.fake.fail_next(
-        Op::DeleteSnapshot,
+        Op::SnapshotDelete,
         crate::cloud::CloudError::Conflict {
             message: "Invalid snapshot: Snapshot status must be available or error".into(),
             request_id: Default::default(),
@@ -341,12 +335,12 @@ async fn a_refusal_that_raced_the_end_of_creation_is_retried() {
     );
     e.ctl.delete_snapshot(delete_req(&s.id)).await.unwrap();
     assert!(e.fake.snapshots().is_empty());
-    assert_eq!(e.fake.calls(Op::DeleteSnapshot), 2);
+    assert_eq!(e.fake.calls(Op::SnapshotDelete), 2);
     // A refusal that stands is FailedPrecondition with Cinder's reason.
     let s = e.snapshot_ready("t", &v.id, &[]).await;
     for _ in 0..2 {
         e.fake.fail_next(
-            Op::DeleteSnapshot,
+            Op::SnapshotDelete,
             crate::cloud::CloudError::Conflict {
                 message: "snapshot is in use".into(),
                 request_id: Default::default(),
@@ -377,10 +371,7 @@ async fn delete_of_a_snapshot_that_does_not_settle_is_aborted_at_the_deadline() 
         Err(Error::Cloud(crate::cloud::CloudError::WaitTimeout { last_status, .. }))
             if last_status == "creating"
     );
-    assert_eq!(
-        e.fake.snapshot(&s.id).unwrap().status,
-        SnapshotStatus::Creating
-    );
+    assert_eq!(e.fake.snapshot(&s.id).unwrap().status, CopyStatus::Creating);
     e.fake.set_settle_after(0);
     e.fake.settle_all();
     e.ctl.delete_snapshot(delete_req(&s.id)).await.unwrap();
@@ -524,7 +515,7 @@ async fn a_huge_backup_duration_bound_does_not_overflow() {
         .snapshot("bk", &v.id, &[("type", "backup")])
         .await
         .unwrap();
-    e.fake.set_backup_status(&b.id, BackupStatus::Creating);
+    e.fake.set_backup_status(&b.id, CopyStatus::Creating);
     e.fake.backdate_backup(&b.id, Duration::from_secs(3600));
     let huge = [
         ("type", "backup"),

@@ -2,7 +2,7 @@
 //! refused with the spec's code before any cloud call, so nothing changes.
 
 use super::*;
-use crate::cloud::fake::Op;
+use crate::cloud::Op;
 use crate::driver::Error;
 
 fn with_fs(fs: &str) -> VolumeCapability {
@@ -156,7 +156,7 @@ async fn a_requisite_no_zone_satisfies_is_resource_exhausted() {
         Err(Error::ResourceExhausted(m)) if m.contains("names no zone")
     );
     assert!(e.fake.volumes().is_empty());
-    assert_eq!(e.fake.calls(Op::CreateVolume), 0);
+    assert_eq!(e.fake.calls(Op::VolumeCreate), 0);
 
     // One zone Cinder has among those allowed: the volume goes there, even when the
     // preferred one is unknown.
@@ -179,5 +179,5 @@ async fn a_requisite_no_zone_satisfies_is_resource_exhausted() {
         e.ctl.create_volume(req).await,
         Err(Error::Cloud(crate::cloud::CloudError::BadRequest { .. }))
     );
-    assert_eq!(e.fake.calls(Op::CreateVolume), 1);
+    assert_eq!(e.fake.calls(Op::VolumeCreate), 1);
 }

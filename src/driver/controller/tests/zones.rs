@@ -2,7 +2,7 @@
 //! their label form (as the nodes report it), Cinder gets the real name.
 
 use super::*;
-use crate::cloud::fake::Op;
+use crate::cloud::Op;
 use crate::cloud::{Capacity, CloudError, RequestId};
 use crate::driver::controller::zones::ZONE_REFRESH;
 use crate::driver::Error;
@@ -55,7 +55,7 @@ async fn topology_zones_land_in_the_real_zone_and_are_reported_as_labels() {
         .unwrap();
     assert_eq!(e.fake.volume(&c.id).unwrap().availability_zone, "nova");
     assert_eq!(
-        e.fake.calls(Op::AvailabilityZones),
+        e.fake.calls(Op::AvailabilityZoneList),
         1,
         "the zones are listed once and kept"
     );
@@ -82,7 +82,7 @@ async fn a_retry_matches_the_existing_volume_by_label_form() {
         .create_volume(in_zone("a", &["zone-1"], &["zone-1"]))
         .await
         .unwrap();
-    let listed = e.fake.calls(Op::AvailabilityZones);
+    let listed = e.fake.calls(Op::AvailabilityZoneList);
     let again = e
         .ctl
         .create_volume(in_zone("a", &["zone-1"], &["zone-1"]))
@@ -90,7 +90,7 @@ async fn a_retry_matches_the_existing_volume_by_label_form() {
         .unwrap();
     assert_eq!(again, first);
     assert_eq!(
-        e.fake.calls(Op::AvailabilityZones),
+        e.fake.calls(Op::AvailabilityZoneList),
         listed,
         "an existing volume needs no zone list"
     );
@@ -142,7 +142,7 @@ async fn capacity_per_topology_zone_asks_for_the_real_zone() {
         .await
         .unwrap();
     assert_eq!(c.available_bytes, 0, "the class never lands in dc1:rack2");
-    assert_eq!(e.fake.calls(Op::AvailabilityZones), 1);
+    assert_eq!(e.fake.calls(Op::AvailabilityZoneList), 1);
 }
 
 #[tokio::test(start_paused = true)]
@@ -157,7 +157,7 @@ async fn zones_sharing_a_label_form_are_refused() {
     assert_matches!(&err, Error::FailedPrecondition(m)
         if m.contains("\"zone 1\"") && m.contains("\"zone:1\"") && m.contains("availability"));
     assert!(e.fake.volumes().is_empty(), "nothing created");
-    assert_eq!(e.fake.calls(Op::CreateVolume), 0);
+    assert_eq!(e.fake.calls(Op::VolumeCreate), 0);
     assert_matches!(
         e.ctl.get_capacity(capacity_in(Some("zone-1"), &[])).await,
         Err(Error::FailedPrecondition(_))
@@ -196,8 +196,8 @@ async fn no_zone_list_without_a_topology_zone() {
         .get_capacity(capacity_in(Some("zone-1"), &[]))
         .await
         .unwrap();
-    assert_eq!(e.fake.calls(Op::AvailabilityZones), 0);
-    assert_eq!(off.fake.calls(Op::AvailabilityZones), 0);
+    assert_eq!(e.fake.calls(Op::AvailabilityZoneList), 0);
+    assert_eq!(off.fake.calls(Op::AvailabilityZoneList), 0);
 }
 
 #[tokio::test(start_paused = true)]
@@ -211,7 +211,7 @@ async fn a_new_zone_is_learnt_at_the_next_refresh() {
         .await
         .unwrap_err();
     assert_matches!(&err, Error::Cloud(CloudError::BadRequest { message, .. }) if message.contains("zone-1"));
-    assert_eq!(e.fake.calls(Op::AvailabilityZones), 1);
+    assert_eq!(e.fake.calls(Op::AvailabilityZoneList), 1);
 
     e.fake.set_zones(&["nova", "zone 1"]);
     // Within the refresh interval a miss does not list again.
@@ -220,14 +220,14 @@ async fn a_new_zone_is_learnt_at_the_next_refresh() {
         .create_volume(in_zone("a", &["zone-1"], &[]))
         .await
         .unwrap_err();
-    assert_eq!(e.fake.calls(Op::AvailabilityZones), 1);
+    assert_eq!(e.fake.calls(Op::AvailabilityZoneList), 1);
     // Known zones need no list however old the list is.
     tokio::time::advance(ZONE_REFRESH).await;
     e.ctl
         .create_volume(in_zone("b", &["nova"], &[]))
         .await
         .unwrap();
-    assert_eq!(e.fake.calls(Op::AvailabilityZones), 1);
+    assert_eq!(e.fake.calls(Op::AvailabilityZoneList), 1);
     // After it, the miss lists again and finds the new zone.
     let v = e
         .ctl
@@ -235,14 +235,14 @@ async fn a_new_zone_is_learnt_at_the_next_refresh() {
         .await
         .unwrap();
     assert_eq!(e.fake.volume(&v.id).unwrap().availability_zone, "zone 1");
-    assert_eq!(e.fake.calls(Op::AvailabilityZones), 2);
+    assert_eq!(e.fake.calls(Op::AvailabilityZoneList), 2);
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_failed_zone_list_passes_the_value_on_and_waits_to_retry() {
     let e = odd_zones();
     e.fake.fail_next(
-        Op::AvailabilityZones,
+        Op::AvailabilityZoneList,
         CloudError::Unavailable {
             message: "503".into(),
             request_id: RequestId::default(),
@@ -259,7 +259,11 @@ async fn a_failed_zone_list_passes_the_value_on_and_waits_to_retry() {
         .create_volume(in_zone("b", &["zone-1"], &[]))
         .await
         .unwrap_err();
-    assert_eq!(e.fake.calls(Op::AvailabilityZones), 1, "not once per RPC");
+    assert_eq!(
+        e.fake.calls(Op::AvailabilityZoneList),
+        1,
+        "not once per RPC"
+    );
     tokio::time::advance(ZONE_REFRESH).await;
     let v = e
         .ctl
@@ -267,7 +271,7 @@ async fn a_failed_zone_list_passes_the_value_on_and_waits_to_retry() {
         .await
         .unwrap();
     assert_eq!(e.fake.volume(&v.id).unwrap().availability_zone, "zone 1");
-    assert_eq!(e.fake.calls(Op::AvailabilityZones), 2);
+    assert_eq!(e.fake.calls(Op::AvailabilityZoneList), 2);
 }
 
 #[tokio::test(start_paused = true)]
@@ -276,5 +280,5 @@ async fn concurrent_creates_share_one_zone_list() {
     let reqs = (0..5).map(|i| in_zone(&format!("v{i}"), &["zone-1"], &[]));
     let all = futures::future::join_all(reqs.map(|r| e.ctl.create_volume(r))).await;
     assert!(all.iter().all(|r| r.is_ok()), "{all:?}");
-    assert_eq!(e.fake.calls(Op::AvailabilityZones), 1);
+    assert_eq!(e.fake.calls(Op::AvailabilityZoneList), 1);
 }

@@ -1,18 +1,18 @@
-//! `Compute` on the fake: Nova servers and volume attachments.
+//! `Servers` on the fake: Nova servers and volume attachments.
 
 use async_trait::async_trait;
 
 use super::state::{conflict, VolumeAction};
-use super::{FakeCloud, Op};
+use super::FakeCloud;
 use crate::cloud::{
-    CloudError, CloudResult, Compute, Resource, Server, ServerAttachment, VolumeStatus,
+    CloudError, CloudResult, Op, Resource, Server, ServerAttachment, Servers, VolumeStatus,
 };
 
 #[async_trait]
-impl Compute for FakeCloud {
+impl Servers for FakeCloud {
     async fn get_server(&self, id: &str) -> CloudResult<Server> {
         let mut s = self.lock();
-        s.enter(Op::GetServer)?;
+        s.enter(Op::ServerGet)?;
         s.servers
             .get(id)
             .cloned()
@@ -26,7 +26,7 @@ impl Compute for FakeCloud {
         multiattach: bool,
     ) -> CloudResult<ServerAttachment> {
         let mut s = self.lock();
-        s.enter(Op::AttachVolume)?;
+        s.enter(Op::ServerAttach)?;
         if !s.servers.contains_key(server_id) {
             return Err(CloudError::not_found(Resource::Server, server_id));
         }
@@ -69,7 +69,7 @@ impl Compute for FakeCloud {
 
     async fn detach_volume(&self, server_id: &str, volume_id: &str) -> CloudResult<()> {
         let mut s = self.lock();
-        s.enter(Op::DetachVolume)?;
+        s.enter(Op::ServerDetach)?;
         if !s.servers.contains_key(server_id) {
             return Err(CloudError::not_found(Resource::Server, server_id));
         }
@@ -100,7 +100,7 @@ impl Compute for FakeCloud {
 
     async fn list_attachments(&self, server_id: &str) -> CloudResult<Vec<ServerAttachment>> {
         let mut s = self.lock();
-        s.enter(Op::ListAttachments)?;
+        s.enter(Op::ServerAttachmentList)?;
         if !s.servers.contains_key(server_id) {
             return Err(CloudError::not_found(Resource::Server, server_id));
         }
