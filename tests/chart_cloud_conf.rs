@@ -65,14 +65,15 @@ fn secret_data_values_parse_back_unchanged() {
         .unwrap();
     let global = &clouds[""];
     assert_eq!(
-        global.password.as_ref().map(|p| p.expose()),
+        global.auth.password.as_ref().map(|p| p.expose()),
         Some(PASSWORD),
         "{text}"
     );
     assert_eq!(global.auth_url.as_deref(), Some("https://keystone:5000/v3"));
-    assert!(global.insecure());
+    assert!(global.tls.is_insecure());
     assert_eq!(
         clouds["east"]
+            .auth
             .application_credential_secret
             .as_ref()
             .map(|p| p.expose()),

@@ -15,7 +15,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cinder_csi::app::openstack_options;
 use cinder_csi::cloud::openstack::{ApiMetrics, OpenStack, OpenStackOptions, Secret};
 use cinder_csi::cloud::{
     CloudError, Copies, CopyFilter, CopyKind, CopyStatus, CopyWait, Health, MigrationPolicy,
@@ -51,7 +50,7 @@ fn options_from(cloud: &Cloud, conf_var: &str) -> OpenStackOptions {
     let clouds = cfg
         .resolve_clouds(&[], &config::ProcessEnv)
         .expect("resolve [Global]");
-    openstack_options(&clouds[""], &cfg.block_storage)
+    OpenStackOptions::from_config(clouds[""].clone(), cfg.block_storage)
 }
 
 async fn adapter(opts: &OpenStackOptions) -> (Arc<OpenStack>, Arc<ApiMetrics>) {
@@ -69,7 +68,7 @@ fn member_password_opts(
     project_id: &str,
 ) -> OpenStackOptions {
     let mut o = options_from(cloud, "OSTACK_CLOUD_CONF");
-    o.auth = cinder_csi::cloud::openstack::AuthOptions {
+    o.global.auth = cinder_csi::cloud::openstack::AuthOptions {
         username: Some(user.into()),
         password: Some(Secret::new(password)),
         user_domain_id: Some("default".into()),
@@ -334,7 +333,7 @@ async fn password_and_application_credential_auth() {
     }
     // Application credential by name: needs its owner.
     let mut o = options_from(&cloud, "OSTACK_CLOUD_CONF");
-    o.auth = cinder_csi::cloud::openstack::AuthOptions {
+    o.global.auth = cinder_csi::cloud::openstack::AuthOptions {
         application_credential_name: Some("csi-test".into()),
         application_credential_secret: Some(Secret::new(cloud.var("OSTACK_APP_CRED_SECRET"))),
         username: Some(cloud.var("OS_USERNAME").into()),
@@ -344,7 +343,7 @@ async fn password_and_application_credential_auth() {
     let (os, _) = adapter(&o).await;
     os.check().await.expect("application credential by name");
     // A wrong secret is Unauthorized, and the message names the method but not the secret.
-    o.auth.application_credential_secret = Some(Secret::new("not-the-secret"));
+    o.global.auth.application_credential_secret = Some(Secret::new("not-the-secret"));
     let (os, _) = adapter(&o).await;
     let err = os.check().await.unwrap_err();
     assert!(matches!(err, CloudError::Unauthorized { .. }), "{err:?}");
@@ -371,7 +370,7 @@ async fn preset_token_and_trust_auth() {
     )
     .await;
     let mut o = options_from(&cloud, "OSTACK_CLOUD_CONF");
-    o.auth = cinder_csi::cloud::openstack::AuthOptions {
+    o.global.auth = cinder_csi::cloud::openstack::AuthOptions {
         token: Some(Secret::new(token.clone())),
         project_id: Some(project_id.clone()),
         ..Default::default()
@@ -402,7 +401,7 @@ async fn preset_token_and_trust_auth() {
         .as_str()
         .expect("trust created")
         .to_string();
-    o.auth = cinder_csi::cloud::openstack::AuthOptions {
+    o.global.auth = cinder_csi::cloud::openstack::AuthOptions {
         trust_id: Some(trust_id.clone()),
         trustee_id: Some(trustee_id),
         trustee_password: Some(Secret::new(trustee_password)),
@@ -509,7 +508,7 @@ async fn tokens_are_renewed_before_they_expire() {
         .await
         .unwrap();
     let mut o = options_from(&cloud, "OSTACK_CLOUD_CONF");
-    o.auth = cinder_csi::cloud::openstack::AuthOptions {
+    o.global.auth = cinder_csi::cloud::openstack::AuthOptions {
         application_credential_id: cred["application_credential"]["id"]
             .as_str()
             .map(String::from),
@@ -575,7 +574,7 @@ async fn microversions_are_negotiated_and_their_limits_explained() {
 
     // ignore-volume-microversion: Cinder 3.0 only; what needs more says so.
     let mut o = options_from(&cloud, "OSTACK_CLOUD_CONF");
-    o.ignore_volume_microversion = true;
+    o.block_storage.ignore_volume_microversion = true;
     let (pinned, _) = adapter(&o).await;
     assert_eq!(pinned.microversions().await.unwrap().cinder, "3.0");
     let vol = create_available(&pinned, &trash, new_volume(&unique("mv"), 1)).await;

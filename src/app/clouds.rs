@@ -5,11 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::error::AppError;
-use super::options::openstack_options;
 use super::plan::{local_node_id, Plan};
 use crate::cli::{Backend, ServeArgs};
 use crate::cloud::local::{LocalCloud, LocalOptions};
-use crate::cloud::openstack::{ApiMetrics, ApiObserver, OpenStack, ProxyOptions};
+use crate::cloud::openstack::{ApiMetrics, ApiObserver, OpenStack, OpenStackOptions, ProxyOptions};
 use crate::cloud::{Cloud, Clouds, Op};
 use crate::config::{BlockStorageConfig, GlobalConfig};
 use crate::driver::probe::CloudHealthObserver;
@@ -49,7 +48,7 @@ pub async fn openstack_cloud(
     bs: &BlockStorageConfig,
     api_metrics: &Arc<ApiMetrics>,
 ) -> Result<OpenStack, AppError> {
-    let mut opts = openstack_options(global, bs);
+    let mut opts = OpenStackOptions::from_config(global.clone(), bs.clone());
     // Upstream's Go transport honours HTTP(S)_PROXY / NO_PROXY; so do we.
     opts.proxy = ProxyOptions::from_env(|k| std::env::var(k).ok());
     OpenStack::new(name, &opts, api_metrics.clone())

@@ -12,6 +12,6 @@ mod tests;
 
 pub use clouds::{build_clouds, openstack_cloud};
 pub use error::AppError;
-pub use options::{by_id_dir, controller_options, metadata_options, openstack_options};
+pub use options::{by_id_dir, controller_options, metadata_options};
 pub use plan::{local_node_id, plan, Plan};
 pub use run::{node_core, run};

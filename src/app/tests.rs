@@ -8,6 +8,7 @@ use clap::Parser;
 use super::clouds::openstack_clouds;
 use super::*;
 use crate::cli::ServeArgs;
+use crate::cloud::openstack::OpenStackOptions;
 use crate::cloud::{openstack, MigrationPolicy};
 use crate::config::{self, CloudConfig};
 use crate::metrics::Metrics;
@@ -85,20 +86,25 @@ fn cloud_conf_sections_become_adapter_options() {
             &config::FixedEnv::default(),
         )
         .unwrap();
-    let o = openstack_options(&clouds[""], &cfg.block_storage);
-    assert_eq!(o.auth_url, "https://keystone.example/v3");
-    assert_eq!(o.auth.username.as_deref(), Some("demo"));
-    assert_eq!(o.auth.password.as_ref().map(|p| p.expose()), Some("s3cret"));
-    assert_eq!(o.auth.project_name.as_deref(), Some("demo"));
-    assert_eq!(o.auth.project_domain_id.as_deref(), Some("default"));
-    assert_eq!(o.region.as_deref(), Some("RegionTwo"));
-    assert_eq!(o.interface, openstack::Interface::Internal);
-    assert_eq!(o.tls.ca_file.as_deref(), Some(Path::new("/etc/ssl/ca.pem")));
-    assert!(!o.tls.insecure);
-    assert!(o.ignore_volume_microversion);
+    let o = OpenStackOptions::from_config(clouds[""].clone(), cfg.block_storage.clone());
+    let g = &o.global;
+    assert_eq!(g.auth_url.as_deref(), Some("https://keystone.example/v3"));
+    assert_eq!(g.auth.username.as_deref(), Some("demo"));
+    assert_eq!(g.auth.password.as_ref().map(|p| p.expose()), Some("s3cret"));
+    assert_eq!(g.auth.project_name.as_deref(), Some("demo"));
+    assert_eq!(g.auth.project_domain_id.as_deref(), Some("default"));
+    assert_eq!(g.region.as_deref(), Some("RegionTwo"));
+    assert_eq!(g.endpoint_type(), openstack::Interface::Internal);
+    assert_eq!(g.tls.ca_file.as_deref(), Some(Path::new("/etc/ssl/ca.pem")));
+    assert!(!g.tls.is_insecure());
+    assert!(o.block_storage.ignore_volume_microversion);
+    assert_eq!(o.api_concurrency(), 4, "the adapter's default when unset");
     assert!(!format!("{o:?}").contains("s3cret"));
-    let east = openstack_options(&clouds["east"], &cfg.block_storage);
-    assert_eq!(east.auth.application_credential_id.as_deref(), Some("ac"));
+    let east = OpenStackOptions::from_config(clouds["east"].clone(), cfg.block_storage.clone());
+    assert_eq!(
+        east.global.auth.application_credential_id.as_deref(),
+        Some("ac")
+    );
 }
 
 #[tokio::test]

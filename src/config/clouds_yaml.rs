@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::client_env::{search_paths, ClientEnv};
-use super::cloud_conf::GlobalConfig;
 use super::error::{global_label, quote, ConfigError, Location};
+use super::global::GlobalConfig;
 use super::secret::Secret;
 use super::text_file::read_text;
 use super::values::EndpointType;
@@ -241,40 +241,41 @@ fn fill(g: &mut GlobalConfig, e: &CloudEntry, cloud: &str, file: &Path) -> Resul
     };
     let a = &e.auth;
     set(&mut g.auth_url, &a.auth_url, "auth-url");
-    set(&mut g.username, &a.username, "username");
-    set(&mut g.user_id, &a.user_id, "user-id");
-    set(&mut g.tenant_id, &a.project_id, "tenant-id");
-    set(&mut g.tenant_name, &a.project_name, "tenant-name");
+    set(&mut g.region, &e.region_name, "region");
+    let c = &mut g.auth;
+    set(&mut c.username, &a.username, "username");
+    set(&mut c.user_id, &a.user_id, "user-id");
+    set(&mut c.project_id, &a.project_id, "tenant-id");
+    set(&mut c.project_name, &a.project_name, "tenant-name");
     set(
-        &mut g.tenant_domain_id,
+        &mut c.project_domain_id,
         &a.project_domain_id,
         "tenant-domain-id",
     );
     set(
-        &mut g.tenant_domain_name,
+        &mut c.project_domain_name,
         &a.project_domain_name,
         "tenant-domain-name",
     );
-    set(&mut g.user_domain_id, &a.user_domain_id, "user-domain-id");
+    set(&mut c.user_domain_id, &a.user_domain_id, "user-domain-id");
     set(
-        &mut g.user_domain_name,
+        &mut c.user_domain_name,
         &a.user_domain_name,
         "user-domain-name",
     );
-    set(&mut g.domain_id, &a.domain_id, "domain-id");
-    set(&mut g.domain_name, &a.domain_name, "domain-name");
+    set(&mut c.domain_id, &a.domain_id, "domain-id");
+    set(&mut c.domain_name, &a.domain_name, "domain-name");
     set(
-        &mut g.application_credential_id,
+        &mut c.application_credential_id,
         &a.application_credential_id,
         "application-credential-id",
     );
     set(
-        &mut g.application_credential_name,
+        &mut c.application_credential_name,
         &a.application_credential_name,
         "application-credential-name",
     );
-    set(&mut g.trust_id, &a.trust_id, "trust-id");
-    set(&mut g.region, &e.region_name, "region");
+    set(&mut c.trust_id, &a.trust_id, "trust-id");
 
     let mut secret = |slot: &mut Option<Secret>, value: &Option<String>, key: &str| {
         if slot.is_none() {
@@ -283,10 +284,10 @@ fn fill(g: &mut GlobalConfig, e: &CloudEntry, cloud: &str, file: &Path) -> Resul
             *slot = plain.map(Secret::from);
         }
     };
-    secret(&mut g.password, &a.password, "password");
-    secret(&mut g.token, &a.token, "token");
+    secret(&mut c.password, &a.password, "password");
+    secret(&mut c.token, &a.token, "token");
     secret(
-        &mut g.application_credential_secret,
+        &mut c.application_credential_secret,
         &a.application_credential_secret,
         "application-credential-secret",
     );
@@ -298,13 +299,13 @@ fn fill(g: &mut GlobalConfig, e: &CloudEntry, cloud: &str, file: &Path) -> Resul
             *slot = plain.map(PathBuf::from);
         }
     };
-    path(&mut g.ca_file, &e.cacert, "ca-file");
-    path(&mut g.cert_file, &e.cert, "cert-file");
-    path(&mut g.key_file, &e.key, "key-file");
+    path(&mut g.tls.ca_file, &e.cacert, "ca-file");
+    path(&mut g.tls.cert_file, &e.cert, "cert-file");
+    path(&mut g.tls.key_file, &e.key, "key-file");
 
-    if g.tls_insecure.is_none() {
+    if g.tls.insecure.is_none() {
         if let Some(verify) = e.verify {
-            g.tls_insecure = Some(!verify);
+            g.tls.insecure = Some(!verify);
             g.origins.insert("tls-insecure".to_string(), from.clone());
         }
     }

@@ -24,6 +24,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::error::{quote, ConfigError, Location};
+use super::quoted::{unescape, unquote_to_close, QuoteError};
 
 /// One `[Section]` or `[Section "sub"]` header and the keys under it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -375,39 +376,4 @@ impl<'a> Parser<'a> {
         }
         Ok(out)
     }
-}
-
-/// The character an escape `\c` inside quotes stands for (gcfg's set).
-fn unescape(c: char) -> Option<char> {
-    match c {
-        '"' => Some('"'),
-        '\\' => Some('\\'),
-        'n' => Some('\n'),
-        't' => Some('\t'),
-        _ => None,
-    }
-}
-
-enum QuoteError {
-    Unterminated,
-    Escape(char),
-}
-
-/// Unescapes a quoted string whose opening `"` was consumed; returns the
-/// text and the remainder after the closing `"`.
-fn unquote_to_close(s: &str) -> Result<(String, &str), QuoteError> {
-    let mut out = String::new();
-    let mut iter = s.char_indices();
-    while let Some((i, c)) = iter.next() {
-        match c {
-            '"' => return Ok((out, &s[i + 1..])),
-            '\\' => match iter.next().map(|(_, e)| (e, unescape(e))) {
-                Some((_, Some(u))) => out.push(u),
-                Some((e, None)) => return Err(QuoteError::Escape(e)),
-                None => return Err(QuoteError::Unterminated),
-            },
-            c => out.push(c),
-        }
-    }
-    Err(QuoteError::Unterminated)
 }

@@ -1,4 +1,5 @@
-//! Typed values of cloud.conf keys and their parsers.
+//! Value parsers shared by the sections (gcfg booleans and integers, Go durations, URLs)
+//! and the endpoint type, which clouds.yaml sets too.
 
 use std::fmt;
 use std::str::FromStr;
@@ -47,106 +48,6 @@ impl FromStr for EndpointType {
             "admin" => Ok(Self::Admin),
             _ => Err(format!(
                 "{} is not an endpoint type (use public, internal or admin)",
-                quote(s)
-            )),
-        }
-    }
-}
-
-/// Where the node reads its instance metadata (`[Metadata] search-order`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MetadataSource {
-    /// The config drive (filesystem labelled `config-2`).
-    ConfigDrive,
-    /// The metadata service (`metadata-url`).
-    MetadataService,
-}
-
-impl MetadataSource {
-    /// The upstream spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ConfigDrive => "configDrive",
-            Self::MetadataService => "metadataService",
-        }
-    }
-}
-
-/// `[Metadata] search-order` when unset.
-pub const DEFAULT_SEARCH_ORDER: [MetadataSource; 2] =
-    [MetadataSource::ConfigDrive, MetadataSource::MetadataService];
-
-impl fmt::Display for MetadataSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Parses `search-order`: a comma list of `configDrive` and `metadataService`
-/// (case-insensitive), each at most once. An empty value means the default.
-pub(crate) fn parse_search_order(s: &str) -> Result<Vec<MetadataSource>, String> {
-    if s.trim().is_empty() {
-        return Ok(DEFAULT_SEARCH_ORDER.to_vec());
-    }
-    let mut order = Vec::new();
-    for element in s.split(',') {
-        let element = element.trim();
-        let source = match element.to_ascii_lowercase().as_str() {
-            "configdrive" => MetadataSource::ConfigDrive,
-            "metadataservice" => MetadataSource::MetadataService,
-            "" => return Err(format!("{} has an empty element", quote(s))),
-            _ => {
-                return Err(format!(
-                    "unknown source {} (use configDrive and/or metadataService, comma-separated)",
-                    quote(element)
-                ))
-            }
-        };
-        if order.contains(&source) {
-            return Err(format!("{} is listed twice", source.as_str()));
-        }
-        order.push(source);
-    }
-    Ok(order)
-}
-
-/// `[BlockStorage] retype-migration-policy`: whether a volume type change
-/// (ControllerModifyVolume) may let Cinder migrate the data to another
-/// backend.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum RetypeMigrationPolicy {
-    /// Retype only where no migration is needed (Cinder `never`).
-    #[default]
-    Never,
-    /// Allow Cinder to migrate the volume (Cinder `on-demand`).
-    OnDemand,
-}
-
-impl RetypeMigrationPolicy {
-    /// The value Cinder's `os-retype` action takes.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Never => "never",
-            Self::OnDemand => "on-demand",
-        }
-    }
-}
-
-impl fmt::Display for RetypeMigrationPolicy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for RetypeMigrationPolicy {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "never" => Ok(Self::Never),
-            "on-demand" => Ok(Self::OnDemand),
-            _ => Err(format!(
-                "{} is not a retype migration policy (use never or on-demand)",
                 quote(s)
             )),
         }

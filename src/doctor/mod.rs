@@ -138,15 +138,7 @@ pub async fn diagnose(serve: &ServeArgs, args: &DoctorArgs) -> Report {
 }
 
 fn hide_secrets(r: &mut Report, g: &GlobalConfig) {
-    for s in [
-        &g.password,
-        &g.token,
-        &g.application_credential_secret,
-        &g.trustee_password,
-    ]
-    .into_iter()
-    .flatten()
-    {
+    for s in g.auth.secrets() {
         r.hide(s.expose());
     }
 }

@@ -153,7 +153,7 @@ mod tests {
 
         // Keystone refuses the password: the error names the method, never the secret.
         let mut bad = fake.options();
-        bad.auth.password = Some(super::super::Secret::new("wrong-pass"));
+        bad.global.auth.password = Some(super::super::Secret::new("wrong-pass"));
         let os = OpenStack::new("", &bad, Arc::new(ApiMetrics::new()))
             .await
             .unwrap();

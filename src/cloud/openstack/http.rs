@@ -30,7 +30,7 @@ pub fn user_agent() -> String {
 
 /// Build the client. Reads the TLS files, so it runs off the async workers.
 pub async fn build_client(opts: &OpenStackOptions) -> Result<reqwest::Client, String> {
-    let tls = opts.tls.clone();
+    let tls = opts.global.tls.clone();
     let material = tokio::task::spawn_blocking(move || read_tls_files(&tls))
         .await
         .map_err(|e| format!("reading TLS files: {e}"))??;
@@ -44,7 +44,7 @@ pub async fn build_client(opts: &OpenStackOptions) -> Result<reqwest::Client, St
         .pool_idle_timeout(POOL_IDLE_TIMEOUT)
         // No more idle connections than requests may be in flight (`Http::limits`): a burst
         // reuses them instead of leaving extra ones holding server threads.
-        .pool_max_idle_per_host(opts.api_concurrency.max(1))
+        .pool_max_idle_per_host(opts.api_concurrency().max(1))
         .tcp_keepalive(TCP_KEEPALIVE)
         // OpenStack APIs do not redirect; following one would resend X-Auth-Token elsewhere.
         .redirect(reqwest::redirect::Policy::none());
@@ -57,9 +57,9 @@ pub async fn build_client(opts: &OpenStackOptions) -> Result<reqwest::Client, St
     for proxy in proxies(&opts.proxy)? {
         b = b.proxy(proxy);
     }
-    if opts.tls.insecure {
+    if opts.global.tls.is_insecure() {
         tracing::warn!(
-            auth_url = %opts.auth_url,
+            auth_url = opts.global.auth_url.as_deref().unwrap_or_default(),
             "tls-insecure is set: TLS certificates of Keystone, Cinder and Nova are NOT verified; \
              anyone on the network path can impersonate them and capture the credentials. \
              Use ca-file instead."
@@ -264,7 +264,7 @@ mod tests {
 
     fn opts(tls: TlsOptions) -> OpenStackOptions {
         let mut o = OpenStackOptions::new("http://127.0.0.1:5000/v3", Default::default());
-        o.tls = tls;
+        o.global.tls = tls;
         o
     }
 
@@ -433,7 +433,7 @@ mod tests {
     async fn plain_client_builds_with_and_without_verification() {
         build_client(&opts(TlsOptions::default())).await.unwrap();
         build_client(&opts(TlsOptions {
-            insecure: true,
+            insecure: Some(true),
             ..Default::default()
         }))
         .await

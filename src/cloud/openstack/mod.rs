@@ -65,22 +65,28 @@ impl OpenStack {
         } else {
             format!("[Global \"{name}\"]")
         };
-        if opts.auth_url.trim().is_empty() {
+        let (global, block_storage) = (&opts.global, &opts.block_storage);
+        let auth_url = global.auth_url.as_deref().unwrap_or_default();
+        if auth_url.trim().is_empty() {
             return Err(format!("{label}: auth-url is required"));
         }
-        let method = AuthMethod::from_options(&opts.auth).map_err(|e| format!("{label}: {e}"))?;
+        let method = AuthMethod::from_options(&global.auth).map_err(|e| format!("{label}: {e}"))?;
         let client = http::build_client(opts)
             .await
             .map_err(|e| format!("{label}: {e}"))?;
-        let http = http::Http::new(client, metrics.clone(), opts.api_concurrency);
+        let http = http::Http::new(client, metrics.clone(), opts.api_concurrency());
         let keystone = Keystone::new(
             http.clone(),
-            &opts.auth_url,
+            auth_url,
             method,
-            opts.interface,
-            opts.region.clone(),
+            global.endpoint_type(),
+            global.region.clone(),
         );
-        let api = Arc::new(Api::new(http, keystone, opts.ignore_volume_microversion));
+        let api = Arc::new(Api::new(
+            http,
+            keystone,
+            block_storage.ignore_volume_microversion,
+        ));
         Ok(Self {
             name: name.to_string(),
             watcher: Watcher::new(api.clone()),

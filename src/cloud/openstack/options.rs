@@ -1,10 +1,12 @@
-//! What the OpenStack adapter needs to reach one cloud, filled by `app` from a
-//! `[Global]`/`[Global "name"]` section of cloud.conf. Field names follow the cloud.conf keys
-//! so the conversion is a plain copy; which auth method they select is decided in
-//! `keystone.rs`, with errors naming the keys to fix.
+//! What the OpenStack adapter needs to reach one cloud: the `[Global]`/`[Global "name"]`
+//! section and `[BlockStorage]` as `config` parsed them (taken whole, so a new cloud.conf key
+//! needs no copying here), plus what is not in cloud.conf: proxies from the environment and
+//! HTTP timeouts. Which auth method the credentials select is decided in `auth.rs`, with
+//! errors naming the keys to fix.
 
-use std::path::PathBuf;
 use std::time::Duration;
+
+use crate::config::{BlockStorageConfig, GlobalConfig};
 
 /// Connect timeout when none is configured: a TCP/TLS handshake to an API that takes longer is
 /// down for our purposes.
@@ -15,49 +17,10 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Catalog interface (`os-endpoint-type`).
 pub use crate::config::EndpointType as Interface;
-/// Credentials are `config::Secret`s: `Debug`/`Display` print `<redacted>`, and `expose` is
-/// called only where the value goes on the wire.
-pub use crate::config::Secret;
-
-/// Keystone credentials, one field per cloud.conf key (`None` = unset).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AuthOptions {
-    pub user_id: Option<String>,
-    pub username: Option<String>,
-    pub password: Option<Secret>,
-    /// `token`: a pre-issued token, exchanged for a scoped one with a catalog.
-    pub token: Option<Secret>,
-    /// `tenant-id` / `tenant-name` (+ `tenant-domain-*`): the project to scope to.
-    pub project_id: Option<String>,
-    pub project_name: Option<String>,
-    pub project_domain_id: Option<String>,
-    pub project_domain_name: Option<String>,
-    /// `domain-id` / `domain-name`: default for both the user's and the project's domain.
-    pub domain_id: Option<String>,
-    pub domain_name: Option<String>,
-    pub user_domain_id: Option<String>,
-    pub user_domain_name: Option<String>,
-    pub application_credential_id: Option<String>,
-    pub application_credential_name: Option<String>,
-    pub application_credential_secret: Option<Secret>,
-    /// `trust-id`: authenticate as the trustee (`trustee-id`/`trustee-password`, else
-    /// `user-id`/`password`) scoped to the trust.
-    pub trust_id: Option<String>,
-    pub trustee_id: Option<String>,
-    pub trustee_password: Option<Secret>,
-}
-
-/// TLS settings for every API of the cloud.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TlsOptions {
-    /// `ca-file`: extra trusted CAs (PEM bundle), added to the system roots.
-    pub ca_file: Option<PathBuf>,
-    /// `cert-file` + `key-file`: client certificate (PEM), both or neither.
-    pub cert_file: Option<PathBuf>,
-    pub key_file: Option<PathBuf>,
-    /// `tls-insecure`: skip certificate verification. Off by default; logged as a warning.
-    pub insecure: bool,
-}
+/// Keystone credentials (`config::AuthOptions`) and TLS settings (`config::TlsOptions`), one
+/// field per cloud.conf key. Credentials are `config::Secret`s: `Debug`/`Display` print
+/// `<redacted>`, and `expose` is called only where the value goes on the wire.
+pub use crate::config::{AuthOptions, Secret, TlsOptions};
 
 /// HTTP(S) proxies, as Go's `ProxyFromEnvironment` (upstream's transport) reads them:
 /// `HTTPS_PROXY` for https URLs, `HTTP_PROXY` for http ones, hosts in `NO_PROXY` direct.
@@ -97,41 +60,44 @@ impl ProxyOptions {
 }
 
 /// Everything needed to build the adapter for one cloud.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct OpenStackOptions {
-    /// `auth-url`: Keystone, with or without the `/v3` suffix.
-    pub auth_url: String,
-    pub auth: AuthOptions,
-    pub region: Option<String>,
-    pub interface: Interface,
-    pub tls: TlsOptions,
+    /// The cloud's section (clouds.yaml applied, validated): `auth-url`, the credentials,
+    /// `region`, `os-endpoint-type` and TLS.
+    pub global: GlobalConfig,
+    /// `[BlockStorage]`: the adapter reads `api-concurrency` and `ignore-volume-microversion`.
+    pub block_storage: BlockStorageConfig,
     pub proxy: ProxyOptions,
     pub connect_timeout: Duration,
     pub request_timeout: Duration,
-    /// `[BlockStorage] api-concurrency`: requests in flight per API endpoint (Keystone,
-    /// Cinder, Nova each); idle connections kept per endpoint are bounded by it too.
-    pub api_concurrency: usize,
-    /// `[BlockStorage] ignore-volume-microversion`: talk Cinder 3.0 only (for clouds whose
-    /// microversion handling is broken). Online extend and restore from backup then fail with
-    /// Unsupported instead of being tried.
-    pub ignore_volume_microversion: bool,
 }
 
 impl OpenStackOptions {
-    /// Options with defaults for everything but the Keystone URL and credentials.
-    pub fn new(auth_url: impl Into<String>, auth: AuthOptions) -> Self {
+    /// The adapter's options for one cloud: its sections as they are, no proxy, default
+    /// timeouts.
+    pub fn from_config(global: GlobalConfig, block_storage: BlockStorageConfig) -> Self {
         Self {
-            auth_url: auth_url.into(),
-            auth,
-            region: None,
-            interface: Interface::Public,
-            tls: TlsOptions::default(),
+            global,
+            block_storage,
             proxy: ProxyOptions::default(),
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
-            api_concurrency: super::http::DEFAULT_PER_ENDPOINT,
-            ignore_volume_microversion: false,
         }
+    }
+
+    /// `[BlockStorage] api-concurrency`, or the adapter's default when unset.
+    pub fn api_concurrency(&self) -> usize {
+        self.block_storage
+            .api_concurrency
+            .unwrap_or(super::http::DEFAULT_PER_ENDPOINT)
+    }
+
+    /// Defaults for everything but the Keystone URL and credentials (tests, tools).
+    pub fn new(auth_url: impl Into<String>, auth: AuthOptions) -> Self {
+        let mut global = GlobalConfig::default();
+        global.auth_url = Some(auth_url.into());
+        global.auth = auth;
+        Self::from_config(global, BlockStorageConfig::default())
     }
 }
 

@@ -4,9 +4,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::super::{
-    load, load_optional, parse_str, BlockStorageConfig, CloudConfig, EndpointType, GlobalConfig,
-    Location, MetadataConfig, MetadataSource, RetypeMigrationPolicy, Secret, WarningKind,
-    DEFAULT_METADATA_URL,
+    load, load_optional, parse_str, AuthOptions, BlockStorageConfig, CloudConfig, EndpointType,
+    GlobalConfig, Location, MetadataConfig, MetadataSource, RetypeMigrationPolicy, Secret,
+    TlsOptions, WarningKind, DEFAULT_METADATA_URL,
 };
 use super::{conf, parse};
 
@@ -70,30 +70,34 @@ fn every_key_parses_into_its_typed_field() {
     let g = &cfg.globals[""];
     let want = GlobalConfig {
         auth_url: some("https://keystone.example:5000/v3"),
-        username: some("alice"),
-        user_id: some("u-1"),
-        password: Some(Secret::new("s3cr3t;#pw")),
-        token: Some(Secret::new("tok-1")),
-        tenant_id: some("p-1"),
-        tenant_name: some("project"),
-        tenant_domain_id: some("pd-1"),
-        tenant_domain_name: some("ProjectDomain"),
-        domain_id: some("d-1"),
-        domain_name: some("Default"),
-        user_domain_id: some("ud-1"),
-        user_domain_name: some("UserDomain"),
-        application_credential_id: some("ac-1"),
-        application_credential_name: some("appcred"),
-        application_credential_secret: Some(Secret::new("ac-secret")),
-        trust_id: some("t-1"),
-        trustee_id: some("te-1"),
-        trustee_password: Some(Secret::new("te-secret")),
+        auth: AuthOptions {
+            username: some("alice"),
+            user_id: some("u-1"),
+            password: Some(Secret::new("s3cr3t;#pw")),
+            token: Some(Secret::new("tok-1")),
+            project_id: some("p-1"),
+            project_name: some("project"),
+            project_domain_id: some("pd-1"),
+            project_domain_name: some("ProjectDomain"),
+            domain_id: some("d-1"),
+            domain_name: some("Default"),
+            user_domain_id: some("ud-1"),
+            user_domain_name: some("UserDomain"),
+            application_credential_id: some("ac-1"),
+            application_credential_name: some("appcred"),
+            application_credential_secret: Some(Secret::new("ac-secret")),
+            trust_id: some("t-1"),
+            trustee_id: some("te-1"),
+            trustee_password: Some(Secret::new("te-secret")),
+        },
         region: some("RegionOne"),
         endpoint_type: Some(EndpointType::Internal),
-        ca_file: Some(PathBuf::from("/etc/cacert/ca.pem")),
-        cert_file: Some(PathBuf::from("/etc/tls/client.crt")),
-        key_file: Some(PathBuf::from("/etc/tls/client.key")),
-        tls_insecure: Some(true),
+        tls: TlsOptions {
+            ca_file: Some(PathBuf::from("/etc/cacert/ca.pem")),
+            cert_file: Some(PathBuf::from("/etc/tls/client.crt")),
+            key_file: Some(PathBuf::from("/etc/tls/client.key")),
+            insecure: Some(true),
+        },
         use_clouds: true,
         clouds_file: Some(PathBuf::from("/etc/openstack/clouds.yaml")),
         cloud: some("openstack"),
@@ -149,7 +153,7 @@ fn defaults_when_sections_are_absent() {
 
     let g = &parse("[Global]\n").globals[""];
     assert_eq!(g.endpoint_type(), EndpointType::Public);
-    assert!(!g.insecure());
+    assert!(!g.tls.is_insecure());
     assert!(!g.use_clouds);
 }
 
@@ -174,10 +178,10 @@ fn scalar_spellings() {
             c.globals[""].endpoint_type().to_string()
         }),
         ("[Global]\ntls-insecure = FALSE", "false", |c| {
-            c.globals[""].insecure().to_string()
+            c.globals[""].tls.is_insecure().to_string()
         }),
         ("[Global]\ntls-insecure", "true", |c| {
-            c.globals[""].insecure().to_string()
+            c.globals[""].tls.is_insecure().to_string()
         }),
         ("[Global]\nuse-clouds = off", "false", |c| {
             c.globals[""].use_clouds.to_string()
@@ -311,7 +315,7 @@ fn unknown_sections_and_keys_are_warnings() {
         "ignored subsection must not apply"
     );
     assert_eq!(
-        cfg.globals[""].tenant_id, None,
+        cfg.globals[""].auth.project_id, None,
         "project-id is not an upstream gcfg key"
     );
 }
@@ -364,7 +368,7 @@ fn later_files_win_per_key_and_empty_values_unset() {
     let g = &cfg.globals[""];
     assert_eq!(g.auth_url.as_deref(), Some("https://new/v3"));
     assert_eq!(g.region.as_deref(), Some("R1"));
-    assert_eq!(g.ca_file, None, "an empty value unsets the key");
+    assert_eq!(g.tls.ca_file, None, "an empty value unsets the key");
     assert_eq!(g.origin("auth-url"), Some(&Location::at(second, 2)));
     assert_eq!(g.origin("region"), Some(&Location::at(first, 3)));
     assert_eq!(g.defined_at, Some(Location::at(first, 1)));
@@ -429,16 +433,28 @@ fn secrets_never_print() {
         assert!(!shown.contains("hunter2"), "secret leaked: {shown}");
         assert!(shown.contains("<redacted>"));
     }
-    let secret = g.password.as_ref().unwrap();
+    let secret = g.auth.password.as_ref().unwrap();
     assert_eq!(secret.to_string(), "<redacted>");
     assert_eq!(format!("{secret:?}"), "<redacted>");
     assert_eq!(secret.expose(), "hunter2-pw");
-    assert_eq!(g.token.as_ref().unwrap().expose(), "hunter2-tok");
+    assert_eq!(g.auth.token.as_ref().unwrap().expose(), "hunter2-tok");
     assert_eq!(
-        g.application_credential_secret.as_ref().unwrap().expose(),
+        g.auth
+            .application_credential_secret
+            .as_ref()
+            .unwrap()
+            .expose(),
         "hunter2-ac"
     );
-    assert_eq!(g.trustee_password.as_ref().unwrap().expose(), "hunter2-tp");
+    assert_eq!(
+        g.auth.trustee_password.as_ref().unwrap().expose(),
+        "hunter2-tp"
+    );
+    let hidden: Vec<&str> = g.auth.secrets().map(Secret::expose).collect();
+    assert_eq!(
+        hidden,
+        ["hunter2-pw", "hunter2-tok", "hunter2-ac", "hunter2-tp"]
+    );
 }
 
 #[test]

@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use tempfile::TempDir;
 
 use super::super::{
-    parse_str, search_paths, ClientEnv, EndpointType, FixedEnv, GlobalConfig, Location, Secret,
+    parse_str, search_paths, AuthOptions, ClientEnv, EndpointType, FixedEnv, GlobalConfig,
+    Location, Secret, TlsOptions,
 };
 
 const FULL: &str = r#"
@@ -103,28 +104,33 @@ fn every_clouds_yaml_key_maps_to_global_config() {
     let from = Location::file(&yaml);
     let want = GlobalConfig {
         auth_url: some("https://keystone.example:5000/v3"),
-        username: some("alice"),
-        password: Some(Secret::new("yaml-pw")),
-        user_id: some("u-1"),
-        tenant_id: some("p-1"),
-        tenant_name: some("project"),
-        tenant_domain_id: some("pd-1"),
-        tenant_domain_name: some("ProjectDomain"),
-        user_domain_id: some("ud-1"),
-        user_domain_name: some("UserDomain"),
-        domain_id: some("d-1"),
-        domain_name: some("Default"),
-        application_credential_id: some("ac-1"),
-        application_credential_name: some("appcred"),
-        application_credential_secret: Some(Secret::new("ac-secret")),
-        token: Some(Secret::new("tok-1")),
-        trust_id: some("t-1"),
+        auth: AuthOptions {
+            username: some("alice"),
+            password: Some(Secret::new("yaml-pw")),
+            user_id: some("u-1"),
+            project_id: some("p-1"),
+            project_name: some("project"),
+            project_domain_id: some("pd-1"),
+            project_domain_name: some("ProjectDomain"),
+            user_domain_id: some("ud-1"),
+            user_domain_name: some("UserDomain"),
+            domain_id: some("d-1"),
+            domain_name: some("Default"),
+            application_credential_id: some("ac-1"),
+            application_credential_name: some("appcred"),
+            application_credential_secret: Some(Secret::new("ac-secret")),
+            token: Some(Secret::new("tok-1")),
+            trust_id: some("t-1"),
+            ..AuthOptions::default()
+        },
         region: some("RegionOne"),
         endpoint_type: Some(EndpointType::Internal),
-        ca_file: Some("/etc/ssl/ca.pem".into()),
-        cert_file: Some("/etc/ssl/client.crt".into()),
-        key_file: Some("/etc/ssl/client.key".into()),
-        tls_insecure: Some(true),
+        tls: TlsOptions {
+            ca_file: Some("/etc/ssl/ca.pem".into()),
+            cert_file: Some("/etc/ssl/client.crt".into()),
+            key_file: Some("/etc/ssl/client.key".into()),
+            insecure: Some(true),
+        },
         use_clouds: true,
         clouds_file: Some(yaml.clone()),
         defined_at: g.defined_at.clone(),
@@ -153,16 +159,19 @@ fn explicit_cloud_conf_values_win() {
         ))
         .unwrap();
     assert_eq!(g.auth_url.as_deref(), Some("https://conf/v3"));
-    assert_eq!(g.password.as_ref().map(Secret::expose), Some("conf-pw"));
+    assert_eq!(
+        g.auth.password.as_ref().map(Secret::expose),
+        Some("conf-pw")
+    );
     assert_eq!(g.region.as_deref(), Some("ConfRegion"));
     assert_eq!(g.endpoint_type, Some(EndpointType::Admin));
     assert_eq!(
-        g.tls_insecure,
+        g.tls.insecure,
         Some(false),
         "verify: false must not override tls-insecure = false"
     );
     assert_eq!(
-        g.username.as_deref(),
+        g.auth.username.as_deref(),
         Some("alice"),
         "unset keys still come from clouds.yaml"
     );
@@ -301,14 +310,20 @@ fn secure_yaml_overrides_clouds_yaml_but_not_cloud_conf() {
         "clouds:\n  c:\n    auth:\n      password: from-secure\n  other:\n    auth:\n      password: x\n",
     );
     let g = sb.resolve("[Global]\nuse-clouds = true\n").unwrap();
-    assert_eq!(g.password.as_ref().map(Secret::expose), Some("from-secure"));
+    assert_eq!(
+        g.auth.password.as_ref().map(Secret::expose),
+        Some("from-secure")
+    );
     assert_eq!(g.origin("password"), Some(&Location::file(&secure)));
     assert_eq!(g.region.as_deref(), Some("R"));
 
     let g = sb
         .resolve("[Global]\nuse-clouds = true\npassword = from-conf\n")
         .unwrap();
-    assert_eq!(g.password.as_ref().map(Secret::expose), Some("from-conf"));
+    assert_eq!(
+        g.auth.password.as_ref().map(Secret::expose),
+        Some("from-conf")
+    );
 
     // $OS_CLIENT_SECURE_FILE comes before the file beside clouds.yaml.
     let mut sb = sb;
@@ -318,7 +333,10 @@ fn secure_yaml_overrides_clouds_yaml_but_not_cloud_conf() {
     );
     sb.set("OS_CLIENT_SECURE_FILE", &env_secure);
     let g = sb.resolve("[Global]\nuse-clouds = true\n").unwrap();
-    assert_eq!(g.password.as_ref().map(Secret::expose), Some("from-env"));
+    assert_eq!(
+        g.auth.password.as_ref().map(Secret::expose),
+        Some("from-env")
+    );
 }
 
 #[test]
@@ -446,10 +464,10 @@ fn plain_scalars_keep_their_exact_text() {
         "clouds:\n  c:\n    auth:\n      auth_url: https://k/v3\n      user_id: 00123\n      password: 0123456789012345678901234567890\n      project_id: 1e3\n",
     );
     let g = sb.resolve("[Global]\nuse-clouds = true\n").unwrap();
-    assert_eq!(g.user_id.as_deref(), Some("00123"));
+    assert_eq!(g.auth.user_id.as_deref(), Some("00123"));
     assert_eq!(
-        g.password.as_ref().map(Secret::expose),
+        g.auth.password.as_ref().map(Secret::expose),
         Some("0123456789012345678901234567890")
     );
-    assert_eq!(g.tenant_id.as_deref(), Some("1e3"));
+    assert_eq!(g.auth.project_id.as_deref(), Some("1e3"));
 }

@@ -1,6 +1,6 @@
 //! Controller validation: cloud selection, auth-url, credential sets.
 
-use super::super::{AuthMethod, FixedEnv, GlobalConfig, Secret};
+use super::super::{AuthMethod, AuthOptions, FixedEnv, GlobalConfig, Secret};
 use super::parse;
 
 const URL: &str = "auth-url = https://keystone.example/v3\n";
@@ -88,7 +88,10 @@ fn cloud_names_select_sections() {
         .resolve_clouds(&names(&["east", "", "east"]), &env)
         .unwrap();
     assert_eq!(all.keys().collect::<Vec<_>>(), ["", "east"]);
-    assert_eq!(all["east"].token.as_ref().map(Secret::expose), Some("e"));
+    assert_eq!(
+        all["east"].auth.token.as_ref().map(Secret::expose),
+        Some("e")
+    );
 
     let default = cfg.resolve_clouds(&[], &env).unwrap();
     assert_eq!(default.keys().collect::<Vec<_>>(), [""]);
@@ -122,7 +125,10 @@ fn unknown_cloud_names_are_errors() {
 fn validate_works_on_configs_built_in_code() {
     let g = GlobalConfig {
         auth_url: Some("https://k/v3".into()),
-        user_id: Some("u".into()),
+        auth: AuthOptions {
+            user_id: Some("u".into()),
+            ..AuthOptions::default()
+        },
         ..GlobalConfig::default()
     };
     assert_eq!(

@@ -70,7 +70,7 @@ async fn server(work: Duration) -> (String, Arc<Seen>) {
 
 async fn client(per_endpoint: usize) -> Http {
     let mut o = OpenStackOptions::new("http://127.0.0.1:5000/v3", Default::default());
-    o.api_concurrency = per_endpoint;
+    o.block_storage.api_concurrency = Some(per_endpoint);
     Http::new(
         build_client(&o).await.unwrap(),
         Arc::new(ApiMetrics::new()),
@@ -173,7 +173,7 @@ async fn the_timeout_counts_from_sending_not_from_waiting_for_a_slot() {
     let (url, seen) = server(Duration::from_millis(300)).await;
     let mut o = OpenStackOptions::new("http://127.0.0.1:5000/v3", Default::default());
     o.request_timeout = Duration::from_secs(1);
-    o.api_concurrency = 1;
+    o.block_storage.api_concurrency = Some(1);
     let http = Http::new(
         build_client(&o).await.unwrap(),
         Arc::new(ApiMetrics::new()),

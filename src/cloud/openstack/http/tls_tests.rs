@@ -100,7 +100,7 @@ async fn serve(pki: &Pki, client_auth: bool) -> String {
 
 async fn get(tls: TlsOptions, url: &str) -> Result<(), ApiError> {
     let mut o = OpenStackOptions::new("https://127.0.0.1/v3", Default::default());
-    o.tls = tls;
+    o.global.tls = tls;
     let http = Http::new(
         build_client(&o).await.unwrap(),
         Arc::new(ApiMetrics::new()),
@@ -129,7 +129,7 @@ async fn server_certificates_are_verified_against_ca_file() {
     .expect("trusted through ca-file");
     get(
         TlsOptions {
-            insecure: true,
+            insecure: Some(true),
             ..Default::default()
         },
         &url,
@@ -157,7 +157,7 @@ async fn client_certificates_are_presented() {
             ca_file: ca,
             cert_file: Some(pki.dir.path().join("client.pem")),
             key_file: Some(pki.dir.path().join("client.key")),
-            insecure: false,
+            insecure: Some(false),
         },
         &url,
     )

@@ -163,7 +163,7 @@ async fn keystone_refusal_names_the_method_but_not_the_secret() {
 #[tokio::test]
 async fn keystone_down_is_unavailable() {
     let mut opts = Fake::start().await.options();
-    opts.auth_url = "http://127.0.0.1:9/v3".into();
+    opts.global.auth_url = Some("http://127.0.0.1:9/v3".into());
     opts.connect_timeout = Duration::from_secs(2);
     let os = OpenStack::new("", &opts, Arc::new(ApiMetrics::new()))
         .await
@@ -176,7 +176,7 @@ async fn keystone_down_is_unavailable() {
 async fn a_catalog_without_the_region_fails_clearly() {
     let fake = Fake::start().await;
     let mut opts = fake.options();
-    opts.region = Some("RegionTwo".into());
+    opts.global.region = Some("RegionTwo".into());
     let os = OpenStack::new("", &opts, Arc::new(ApiMetrics::new()))
         .await
         .unwrap();

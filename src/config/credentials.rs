@@ -1,10 +1,42 @@
-//! Controller-side validation of one `[Global]` section.
+//! The Keystone credentials of a `[Global]` section: their keys, and which authentication
+//! method a set of them selects (checked by the controller at startup). The OpenStack
+//! adapter takes [`AuthOptions`] as it is; how it builds the token request is its own
+//! business (`cloud/openstack/auth.rs`).
 
-use std::path::Path;
+use super::error::ConfigError;
+use super::key::Cx;
+use super::secret::Secret;
 
-use super::cloud_conf::GlobalConfig;
-use super::error::{global_label, quote, ConfigError, Location};
-use super::values::is_http_url;
+/// Keystone credentials, one field per cloud.conf key (`None` = unset). The project keys are
+/// spelled `tenant-*` in cloud.conf (upstream's names) and `project_*` here (Keystone's).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuthOptions {
+    /// `user-id`.
+    pub user_id: Option<String>,
+    /// `username` (needs a user domain).
+    pub username: Option<String>,
+    pub password: Option<Secret>,
+    /// `token`: a pre-issued token, exchanged for a scoped one with a catalog.
+    pub token: Option<Secret>,
+    /// `tenant-id` / `tenant-name` (+ `tenant-domain-*`): the project to scope to.
+    pub project_id: Option<String>,
+    pub project_name: Option<String>,
+    pub project_domain_id: Option<String>,
+    pub project_domain_name: Option<String>,
+    /// `domain-id` / `domain-name`: default for both the user's and the project's domain.
+    pub domain_id: Option<String>,
+    pub domain_name: Option<String>,
+    pub user_domain_id: Option<String>,
+    pub user_domain_name: Option<String>,
+    pub application_credential_id: Option<String>,
+    pub application_credential_name: Option<String>,
+    pub application_credential_secret: Option<Secret>,
+    /// `trust-id`: authenticate as the trustee (`trustee-id`/`trustee-password`, else
+    /// `user-id`/`password`) scoped to the trust.
+    pub trust_id: Option<String>,
+    pub trustee_id: Option<String>,
+    pub trustee_password: Option<Secret>,
+}
 
 /// How the controller authenticates to Keystone, in the order tried when a
 /// section sets several: trust, token, application credential, password.
@@ -20,69 +52,57 @@ pub enum AuthMethod {
     Password,
 }
 
-impl GlobalConfig {
-    /// Checks that this section (named `name`, `""` = `[Global]`) can reach
-    /// and authenticate to Keystone, after clouds.yaml has been applied.
-    /// Returns the authentication method the section selects.
-    pub fn validate(&self, name: &str) -> Result<AuthMethod, ConfigError> {
-        let label = global_label(name);
-        let err = |key: &str, message: String| ConfigError::Key {
-            at: self
-                .origin(key)
-                .or(self.defined_at.as_ref())
-                .cloned()
-                .unwrap_or_else(|| Location::file(Path::new("<cloud-config>"))),
-            section: label.clone(),
-            key: key.to_string(),
-            message,
-        };
-
-        match &self.auth_url {
-            None if self.use_clouds => {
-                return Err(err(
-                    "auth-url",
-                    "not set here nor in clouds.yaml (auth.auth_url)".to_string(),
-                ))
-            }
-            None => {
-                return Err(err(
-                    "auth-url",
-                    "not set (the controller needs the Keystone URL; \
-                     set it here or use-clouds = true with clouds.yaml)"
-                        .to_string(),
-                ))
-            }
-            Some(url) if !is_http_url(url) => {
-                return Err(err(
-                    "auth-url",
-                    format!("{} is not an http:// or https:// URL", quote(url)),
-                ))
-            }
-            Some(_) => {}
+impl AuthOptions {
+    /// Sets one credential key; `Ok(false)` when `cx.key` is not one.
+    pub(crate) fn set(&mut self, v: Option<&str>, cx: &Cx<'_>) -> Result<bool, ConfigError> {
+        match cx.key {
+            "username" => self.username = cx.text(v)?,
+            "user-id" => self.user_id = cx.text(v)?,
+            "password" => self.password = cx.secret(v)?,
+            "token" => self.token = cx.secret(v)?,
+            "tenant-id" => self.project_id = cx.text(v)?,
+            "tenant-name" => self.project_name = cx.text(v)?,
+            "tenant-domain-id" => self.project_domain_id = cx.text(v)?,
+            "tenant-domain-name" => self.project_domain_name = cx.text(v)?,
+            "domain-id" => self.domain_id = cx.text(v)?,
+            "domain-name" => self.domain_name = cx.text(v)?,
+            "user-domain-id" => self.user_domain_id = cx.text(v)?,
+            "user-domain-name" => self.user_domain_name = cx.text(v)?,
+            "application-credential-id" => self.application_credential_id = cx.text(v)?,
+            "application-credential-name" => self.application_credential_name = cx.text(v)?,
+            "application-credential-secret" => self.application_credential_secret = cx.secret(v)?,
+            "trust-id" => self.trust_id = cx.text(v)?,
+            "trustee-id" => self.trustee_id = cx.text(v)?,
+            "trustee-password" => self.trustee_password = cx.secret(v)?,
+            _ => return Ok(false),
         }
+        Ok(true)
+    }
 
-        match (&self.cert_file, &self.key_file) {
-            (Some(_), None) => {
-                return Err(err(
-                    "cert-file",
-                    "set without key-file (TLS client authentication needs both)".to_string(),
-                ))
-            }
-            (None, Some(_)) => {
-                return Err(err(
-                    "key-file",
-                    "set without cert-file (TLS client authentication needs both)".to_string(),
-                ))
-            }
-            _ => {}
-        }
+    /// Every secret that is set, for output that must hide them (`cinder-csi doctor`).
+    pub fn secrets(&self) -> impl Iterator<Item = &Secret> {
+        [
+            &self.password,
+            &self.token,
+            &self.application_credential_secret,
+            &self.trustee_password,
+        ]
+        .into_iter()
+        .flatten()
+    }
 
+    /// The method these credentials select, or what is missing; `err(key, message)` places
+    /// the error at the key's line.
+    pub(crate) fn method(
+        &self,
+        err: impl Fn(&str, String) -> ConfigError,
+    ) -> Result<AuthMethod, ConfigError> {
         let user_domain = self.user_domain_id.is_some()
             || self.user_domain_name.is_some()
             || self.domain_id.is_some()
             || self.domain_name.is_some();
-        let project_domain = self.tenant_domain_id.is_some()
-            || self.tenant_domain_name.is_some()
+        let project_domain = self.project_domain_id.is_some()
+            || self.project_domain_name.is_some()
             || self.domain_id.is_some()
             || self.domain_name.is_some();
 
@@ -159,13 +179,13 @@ impl GlobalConfig {
                         .to_string(),
                 ));
             }
-            if self.tenant_id.is_none() && self.tenant_name.is_none() {
+            if self.project_id.is_none() && self.project_name.is_none() {
                 return Err(err(
                     "password",
                     "set, but no project: set tenant-id or tenant-name".to_string(),
                 ));
             }
-            if self.tenant_id.is_none() && !project_domain {
+            if self.project_id.is_none() && !project_domain {
                 return Err(err(
                     "tenant-name",
                     "needs a domain: set tenant-domain-name or tenant-domain-id \
