@@ -1,35 +1,25 @@
-//! Configuration (flags and cloud.conf) turned into each adapter's and core's options.
+//! The flags that complete a cloud.conf section into an adapter's or the core's options.
+//! Sections are handed over whole (their keys are declared once, in `config`); only flags
+//! are added here.
 
 use crate::cli::ServeArgs;
 use crate::cloud::MigrationPolicy;
 use crate::config;
 use crate::driver::controller::ControllerOptions;
-use crate::metadata::{self};
+use crate::metadata;
 
 /// Flags win over `[Metadata]`: `--node-id` skips the lookup, `--metadata-url` replaces the URL.
 pub fn metadata_options(
     args: &ServeArgs,
     cfg: &config::MetadataConfig,
 ) -> metadata::MetadataOptions {
-    let search_order = cfg
-        .search_order
-        .iter()
-        .map(|s| match s {
-            config::MetadataSource::ConfigDrive => metadata::Source::ConfigDrive,
-            config::MetadataSource::MetadataService => metadata::Source::MetadataService,
-        })
-        .collect();
+    let mut section = cfg.clone();
+    if let Some(url) = &args.metadata_url {
+        section.metadata_url = url.clone();
+    }
     metadata::MetadataOptions {
         node_id: args.node_id.clone(),
-        search_order,
-        metadata_url: args
-            .metadata_url
-            .clone()
-            .unwrap_or_else(|| cfg.metadata_url.clone()),
-        timeouts: metadata::Timeouts {
-            request: cfg.request_timeout,
-            ..Default::default()
-        },
+        metadata: section,
         ..Default::default()
     }
 }

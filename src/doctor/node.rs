@@ -212,16 +212,14 @@ pub fn loop_control(path: &Path) -> Check {
 pub async fn metadata_sources(opts: &MetadataOptions, timeout: Duration) -> Vec<Check> {
     let mut out = Vec::new();
     let mut answered = false;
-    for source in &opts.search_order {
+    for source in &opts.metadata.search_order {
         let name = format!("metadata {source}");
         if answered {
             out.push(Check::skip(name, "an earlier source answered"));
             continue;
         }
-        let one = MetadataOptions {
-            search_order: vec![*source],
-            ..opts.clone()
-        };
+        let mut one = opts.clone();
+        one.metadata.search_order = vec![*source];
         let adapter = match metadata::from_options(one) {
             Ok(a) => a,
             Err(e) => {
@@ -452,11 +450,12 @@ mod tests {
         let opts = MetadataOptions {
             // No config drive label here, and a metadata service nobody listens on.
             config_drive_label_dir: tmp.path().to_path_buf(),
-            metadata_url: "http://127.0.0.1:9/openstack/latest/meta_data.json".into(),
-            timeouts: metadata::Timeouts {
-                connect: Duration::from_millis(200),
-                request: Duration::from_millis(200),
+            metadata: crate::config::MetadataConfig {
+                metadata_url: "http://127.0.0.1:9/openstack/latest/meta_data.json".into(),
+                request_timeout: Duration::from_millis(200),
+                ..Default::default()
             },
+            connect_timeout: Duration::from_millis(200),
             ..Default::default()
         };
         let checks = metadata_sources(&opts, Duration::from_secs(20)).await;

@@ -30,26 +30,27 @@ pub fn from_options(opts: MetadataOptions) -> Result<Arc<dyn Metadata>, Metadata
             },
         }));
     }
-    if opts.search_order.is_empty() {
+    if opts.metadata.search_order.is_empty() {
         return Err(MetadataError::Invalid(
             "[Metadata] search-order is empty and no --node-id is set: \
              list configDrive and/or metadataService"
                 .into(),
         ));
     }
+    let timeouts = opts.timeouts();
     let mut sources: Vec<(Source, Arc<dyn Metadata>)> = Vec::new();
-    for source in opts.search_order {
+    for source in opts.metadata.search_order {
         if sources.iter().any(|(s, _)| *s == source) {
             continue;
         }
         let adapter: Arc<dyn Metadata> = match source {
             Source::ConfigDrive => Arc::new(ConfigDrive::new(
                 opts.config_drive_label_dir.clone(),
-                opts.timeouts.request,
+                timeouts.request,
             )),
             Source::MetadataService => Arc::new(MetadataService::new(
-                &opts.metadata_url,
-                opts.timeouts,
+                &opts.metadata.metadata_url,
+                timeouts,
                 Retry::default(),
             )?),
         };
@@ -78,15 +79,20 @@ fn check_node_id(id: &str) -> Result<String, MetadataError> {
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
+    use std::time::Duration;
 
     use super::*;
+    use crate::config::MetadataConfig;
 
     #[tokio::test]
     async fn node_id_wins_without_lookup() {
         let md = from_options(MetadataOptions {
             node_id: Some("83679162-1378-4288-a2d4-70e13ec132aa".into()),
             // Nothing listens here: any lookup would fail.
-            metadata_url: "http://127.0.0.1:9/".into(),
+            metadata: MetadataConfig {
+                metadata_url: "http://127.0.0.1:9/".into(),
+                ..Default::default()
+            },
             config_drive_label_dir: "/nonexistent".into(),
             ..Default::default()
         })
@@ -108,14 +114,20 @@ mod tests {
             assert!(err.detail().contains("--node-id"), "{err}");
         }
         let err = from_options(MetadataOptions {
-            search_order: vec![],
+            metadata: MetadataConfig {
+                search_order: vec![],
+                ..Default::default()
+            },
             ..Default::default()
         })
         .err()
         .unwrap();
         assert!(err.detail().contains("search-order"), "{err}");
         let err = from_options(MetadataOptions {
-            metadata_url: "ftp://x/".into(),
+            metadata: MetadataConfig {
+                metadata_url: "ftp://x/".into(),
+                ..Default::default()
+            },
             ..Default::default()
         })
         .err()
@@ -127,11 +139,12 @@ mod tests {
     fn defaults_match_upstream() {
         let o = MetadataOptions::default();
         assert_eq!(
-            o.search_order,
+            o.metadata.search_order,
             vec![Source::ConfigDrive, Source::MetadataService]
         );
+        assert_eq!(o.metadata.request_timeout, Duration::from_secs(10));
         assert_eq!(
-            o.metadata_url,
+            o.metadata.metadata_url,
             "http://169.254.169.254/openstack/latest/meta_data.json"
         );
         assert_eq!(

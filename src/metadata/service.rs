@@ -9,8 +9,9 @@ use async_trait::async_trait;
 use reqwest::{header, StatusCode, Url};
 
 use super::document::{MetaData, MAX_DOCUMENT_BYTES};
-use super::options::{Timeouts, DEFAULT_METADATA_URL};
+use super::options::Timeouts;
 use super::port::{InstanceMetadata, Metadata, MetadataError};
+use crate::config::DEFAULT_METADATA_URL;
 
 /// Tries per lookup, the first included.
 pub const ATTEMPTS: u32 = 3;

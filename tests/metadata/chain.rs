@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use cinder_csi::config::MetadataConfig;
 use cinder_csi::metadata::chain::Chain;
 use cinder_csi::metadata::config_drive::ConfigDrive;
 use cinder_csi::metadata::service::{MetadataService, Retry};
@@ -31,8 +32,11 @@ fn label_dir_with_drive(dir: &std::path::Path) -> std::path::PathBuf {
 
 fn options(labels: &std::path::Path, url: &str, order: &[Source]) -> MetadataOptions {
     MetadataOptions {
-        search_order: order.to_vec(),
-        metadata_url: url.into(),
+        metadata: MetadataConfig {
+            search_order: order.to_vec(),
+            metadata_url: url.into(),
+            ..Default::default()
+        },
         config_drive_label_dir: labels.to_path_buf(),
         ..Default::default()
     }

@@ -39,14 +39,14 @@ fn metadata_section_and_flags_are_merged() {
     let p = plan(&args(&["--cloud-config", conf])).unwrap();
     let o = metadata_options(&args(&["--cloud-config", conf]), &p.config.metadata);
     assert_eq!(
-        o.search_order,
+        o.metadata.search_order,
         vec![Source::MetadataService, Source::ConfigDrive]
     );
     assert_eq!(
-        o.metadata_url,
+        o.metadata.metadata_url,
         "http://10.0.0.1/openstack/latest/meta_data.json"
     );
-    assert_eq!(o.timeouts.request, Duration::from_secs(3));
+    assert_eq!(o.metadata.request_timeout, Duration::from_secs(3));
     assert_eq!(o.node_id, None);
     assert!(p.metadata.is_some());
 
@@ -58,7 +58,9 @@ fn metadata_section_and_flags_are_merged() {
         "http://127.0.0.1:1/m",
     ]);
     assert_eq!(
-        metadata_options(&a, &p.config.metadata).metadata_url,
+        metadata_options(&a, &p.config.metadata)
+            .metadata
+            .metadata_url,
         "http://127.0.0.1:1/m"
     );
 
@@ -66,11 +68,11 @@ fn metadata_section_and_flags_are_merged() {
     let p = plan(&args(&[])).unwrap();
     let o = metadata_options(&args(&[]), &p.config.metadata);
     assert_eq!(
-        o.search_order,
+        o.metadata.search_order,
         vec![Source::ConfigDrive, Source::MetadataService]
     );
     assert_eq!(
-        o.metadata_url,
+        o.metadata.metadata_url,
         "http://169.254.169.254/openstack/latest/meta_data.json"
     );
 
