@@ -3,7 +3,6 @@
 //! are added here.
 
 use crate::cli::ServeArgs;
-use crate::cloud::MigrationPolicy;
 use crate::config;
 use crate::driver::controller::ControllerOptions;
 use crate::metadata;
@@ -24,18 +23,12 @@ pub fn metadata_options(
     }
 }
 
-/// Controller behaviour from the flags and cloud.conf `[BlockStorage]`.
+/// Controller behaviour: `--cluster`, `--with-topology` and cloud.conf `[BlockStorage]`.
 pub fn controller_options(args: &ServeArgs, bs: &config::BlockStorageConfig) -> ControllerOptions {
     ControllerOptions {
         cluster: args.cluster.clone(),
         with_topology: args.with_topology,
-        ignore_volume_az: bs.ignore_volume_az,
-        cascade_delete: bs.cascade_delete,
-        list_cluster_volumes_only: bs.list_cluster_volumes_only,
-        retype_policy: match bs.retype_migration_policy {
-            config::RetypeMigrationPolicy::Never => MigrationPolicy::Never,
-            config::RetypeMigrationPolicy::OnDemand => MigrationPolicy::OnDemand,
-        },
+        block_storage: bs.clone(),
     }
 }
 

@@ -155,7 +155,7 @@ pub fn node_core(
         kubelet_dir_resolved: std::fs::canonicalize(&args.kubelet_dir)
             .ok()
             .filter(|r| *r != args.kubelet_dir),
-        max_volumes_per_node: i64::from(config.block_storage.node_volume_attach_limit),
+        block_storage: config.block_storage.clone(),
         with_topology: args.with_topology,
         additional_topology: args.additional_topology.clone(),
     };

@@ -63,11 +63,13 @@ fn options_from_flags() {
     let o = controller_options(&a, &bs);
     assert_eq!(o.cluster, "c1");
     assert!(!o.with_topology);
-    assert!(o.ignore_volume_az && o.cascade_delete && o.list_cluster_volumes_only);
-    assert_eq!(o.retype_policy, MigrationPolicy::OnDemand);
+    assert_eq!(o.block_storage, bs, "the section is handed over whole");
     let o = controller_options(&a, &config::BlockStorageConfig::default());
-    assert_eq!(o.retype_policy, MigrationPolicy::Never);
-    assert!(!o.cascade_delete);
+    assert_eq!(
+        o.block_storage.retype_migration_policy,
+        MigrationPolicy::Never
+    );
+    assert!(!o.block_storage.cascade_delete);
 }
 
 #[test]

@@ -91,7 +91,7 @@ async fn node_health_is_local_tools_only() {
         NodeOptions {
             kubelet_dir: "/var/lib/kubelet".into(),
             kubelet_dir_resolved: None,
-            max_volumes_per_node: 256,
+            block_storage: Default::default(),
             with_topology: true,
             additional_topology: vec![],
         },

@@ -214,19 +214,5 @@ pub struct VolumeFilter {
     pub metadata: BTreeMap<String, String>,
 }
 
-/// How Cinder may move data on retype.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum MigrationPolicy {
-    #[default]
-    Never,
-    OnDemand,
-}
-
-impl MigrationPolicy {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Self::Never => "never",
-            Self::OnDemand => "on-demand",
-        }
-    }
-}
+/// How Cinder may move data on retype: `[BlockStorage] retype-migration-policy`, as parsed.
+pub use crate::config::RetypeMigrationPolicy as MigrationPolicy;

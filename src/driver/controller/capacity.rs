@@ -53,7 +53,7 @@ impl Controller {
         let zone = req
             .zone
             .as_deref()
-            .filter(|_| self.opts.with_topology && !self.opts.ignore_volume_az);
+            .filter(|_| self.opts.with_topology && !self.opts.block_storage.ignore_volume_az);
         let az = match (req.params.availability.as_deref(), zone) {
             // `availability` pins the AZ; volumes of this class never land in another zone.
             (Some(a), Some(z)) if topology_value(a) != z => return Ok(none),

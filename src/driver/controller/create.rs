@@ -102,7 +102,7 @@ impl Controller {
                 );
             }
         }
-        if self.opts.with_topology && self.opts.ignore_volume_az {
+        if self.opts.with_topology && self.opts.block_storage.ignore_volume_az {
             // Upstream's ignore-volume-az: report what was asked for, not Cinder's AZ.
             info.topology = if req.topology.preferred.is_empty() {
                 req.topology.requisite.clone()
@@ -190,7 +190,7 @@ impl Controller {
         }
         // With ignore-volume-az the reported topology is the request's, whatever zone Cinder
         // picks (it may fall back from a Nova zone): no requisite zone must exist in Cinder.
-        if !req.topology.requisite.is_empty() && !self.opts.ignore_volume_az {
+        if !req.topology.requisite.is_empty() && !self.opts.block_storage.ignore_volume_az {
             return self.requisite_zone(cloud, &req.topology).await.map(Some);
         }
         let value = req

@@ -21,7 +21,10 @@ impl Controller {
         // DELETE first: Cinder itself refuses what we must refuse (attached, in use, in a
         // transition, with snapshots), and the GET that tells which is made only then; a
         // delete that goes through costs one request less.
-        let message = match volumes.delete_volume(id, self.opts.cascade_delete).await {
+        let message = match volumes
+            .delete_volume(id, self.opts.block_storage.cascade_delete)
+            .await
+        {
             Ok(()) => return until_deleted(cloud, id, deadline).await,
             Err(CloudError::NotFound { .. }) => return Ok(()),
             Err(CloudError::Conflict { message, .. }) => message,
@@ -64,7 +67,10 @@ impl Controller {
                 };
                 continue;
             }
-            match volumes.delete_volume(id, self.opts.cascade_delete).await {
+            match volumes
+                .delete_volume(id, self.opts.block_storage.cascade_delete)
+                .await
+            {
                 Ok(()) => return until_deleted(cloud, id, deadline).await,
                 Err(CloudError::NotFound { .. }) => return Ok(()),
                 Err(CloudError::Conflict { message, .. }) => {

@@ -66,7 +66,7 @@ impl Controller {
         };
         let filter = VolumeFilter {
             name: None,
-            metadata: if self.opts.list_cluster_volumes_only {
+            metadata: if self.opts.block_storage.list_cluster_volumes_only {
                 BTreeMap::from([(CLUSTER_KEY.to_string(), self.opts.cluster.clone())])
             } else {
                 BTreeMap::new()

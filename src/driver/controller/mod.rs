@@ -34,7 +34,8 @@ mod tests;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Mutex;
 
-use crate::cloud::{Cloud, CloudError, Clouds, MigrationPolicy, Resource, Volume};
+use crate::cloud::{Cloud, CloudError, Clouds, Resource, Volume};
+use crate::config::BlockStorageConfig;
 use crate::driver::types::{topology_value, Topology, ZONE_TOPOLOGY_KEY};
 use crate::driver::{Error, InFlight, InFlightGuard, Result};
 
@@ -44,21 +45,16 @@ use zone_cache::ZoneCache;
 pub use capabilities::unsupported_capability;
 pub use model::*;
 
-/// How this controller behaves; built by `app` from flags and cloud.conf `[BlockStorage]`.
+/// How this controller behaves; built by `app` from the flags and cloud.conf.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ControllerOptions {
     /// `--cluster`: written to volume metadata `cinder.csi.openstack.org/cluster`.
     pub cluster: String,
     /// `--with-topology`: report and honour the AZ topology.
     pub with_topology: bool,
-    /// `ignore-volume-az`: report the requested topology, not the volume's AZ.
-    pub ignore_volume_az: bool,
-    /// `cascade-delete`: DeleteVolume also deletes the volume's snapshots.
-    pub cascade_delete: bool,
-    /// `list-cluster-volumes-only`: ListVolumes shows only volumes tagged with `cluster`.
-    pub list_cluster_volumes_only: bool,
-    /// `retype-migration-policy`: may a ControllerModifyVolume retype move data.
-    pub retype_policy: MigrationPolicy,
+    /// `[BlockStorage]` as parsed; the core reads `ignore-volume-az`, `cascade-delete`,
+    /// `list-cluster-volumes-only` and `retype-migration-policy`.
+    pub block_storage: BlockStorageConfig,
 }
 
 impl Default for ControllerOptions {
@@ -66,10 +62,7 @@ impl Default for ControllerOptions {
         Self {
             cluster: String::new(),
             with_topology: true,
-            ignore_volume_az: false,
-            cascade_delete: false,
-            list_cluster_volumes_only: false,
-            retype_policy: MigrationPolicy::Never,
+            block_storage: BlockStorageConfig::default(),
         }
     }
 }
@@ -168,7 +161,7 @@ impl Controller {
         if source.is_some() {
             context.insert(params::RESIZE_REQUIRED_KEY.to_string(), "true".to_string());
         }
-        let topology = if self.opts.ignore_volume_az {
+        let topology = if self.opts.block_storage.ignore_volume_az {
             Vec::new()
         } else {
             self.zone_topology(&v.availability_zone)

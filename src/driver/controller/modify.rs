@@ -54,7 +54,7 @@ impl Controller {
                 )));
             }
             match volumes
-                .retype_volume(id, &t.name, self.opts.retype_policy)
+                .retype_volume(id, &t.name, self.opts.block_storage.retype_migration_policy)
                 .await
             {
                 Ok(()) => {
@@ -68,7 +68,8 @@ impl Controller {
                     return Err(Error::precondition(format!(
                         "Cinder did not retype volume {id} to {:?}{}",
                         t.name,
-                        if self.opts.retype_policy == MigrationPolicy::Never {
+                        if self.opts.block_storage.retype_migration_policy == MigrationPolicy::Never
+                        {
                             "; the change needs a data migration, which \
                              [BlockStorage] retype-migration-policy = never forbids"
                         } else {

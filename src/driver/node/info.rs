@@ -22,7 +22,7 @@ pub fn node_info(inst: &InstanceMetadata, opts: &NodeOptions) -> NodeInfo {
     });
     NodeInfo {
         node_id: inst.uuid.clone(),
-        max_volumes_per_node: opts.max_volumes_per_node,
+        max_volumes_per_node: i64::from(opts.block_storage.node_volume_attach_limit),
         topology,
     }
 }

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::config::BlockStorageConfig;
 use crate::driver::types::{CapacityRange, Topology, VolumeCapability};
 
 /// How long stage and expand wait for a volume's disk to appear under the by-id directory
@@ -28,9 +29,9 @@ pub struct NodeOptions {
     /// mount table shows resolved paths, so "is it still mounted under the kubelet dir"
     /// must look for both forms.
     pub kubelet_dir_resolved: Option<PathBuf>,
-    /// `[BlockStorage] node-volume-attach-limit` (the config's default is 256); reported as
+    /// `[BlockStorage]` as parsed; the node reports `node-volume-attach-limit` as
     /// `max_volumes_per_node`.
-    pub max_volumes_per_node: i64,
+    pub block_storage: BlockStorageConfig,
     /// Report the zone topology segment (`--with-topology`).
     pub with_topology: bool,
     /// `--additional-topology` segments.

@@ -42,7 +42,7 @@ pub(super) fn core_with(fake: &FakeHost, md: Arc<dyn Metadata>) -> Arc<NodeCore>
         NodeOptions {
             kubelet_dir: KUBELET.into(),
             kubelet_dir_resolved: None,
-            max_volumes_per_node: 256,
+            block_storage: Default::default(),
             with_topology: true,
             additional_topology: vec![("topology.kubernetes.io/region".into(), "r1".into())],
         },

@@ -333,10 +333,7 @@ async fn topology_off_and_ignore_volume_az() {
     assert!(info.topology.is_empty());
     assert_eq!(e.fake.volume(&info.id).unwrap().availability_zone, "nova");
 
-    let e = env_with(ControllerOptions {
-        ignore_volume_az: true,
-        ..opts()
-    });
+    let e = env_with(with_block_storage(|b| b.ignore_volume_az = true));
     e.fake.set_default_az("nova");
     let mut req = create_req("a", GIB);
     req.params.availability = Some("nova".into());

@@ -64,10 +64,7 @@ async fn volume_with_snapshots_needs_cascade() {
     assert!(e.fake.volume(&v.id).is_some());
     assert!(e.fake.snapshot(&s.id).is_some());
 
-    let e = env_with(ControllerOptions {
-        cascade_delete: true,
-        ..opts()
-    });
+    let e = env_with(with_block_storage(|b| b.cascade_delete = true));
     let v = e.create("a", 1).await;
     let s = e.snapshot_ready("s", &v.id, &[]).await;
     e.ctl.delete_volume(delete_req(&v.id)).await.unwrap();

@@ -141,10 +141,7 @@ async fn entries_carry_published_nodes_and_condition() {
 
 #[tokio::test(start_paused = true)]
 async fn cluster_filter_lists_only_this_clusters_volumes() {
-    let e = env_with(ControllerOptions {
-        list_cluster_volumes_only: true,
-        ..opts()
-    });
+    let e = env_with(with_block_storage(|b| b.list_cluster_volumes_only = true));
     let mine = e.create("mine", 1).await;
     let cloud = e.fake.cloud("");
     cloud

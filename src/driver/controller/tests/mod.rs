@@ -57,6 +57,15 @@ pub fn opts() -> ControllerOptions {
     }
 }
 
+/// [`opts`] with `[BlockStorage]` changed by `set`.
+pub fn with_block_storage(
+    set: impl FnOnce(&mut crate::config::BlockStorageConfig),
+) -> ControllerOptions {
+    let mut o = opts();
+    set(&mut o.block_storage);
+    o
+}
+
 pub fn env() -> Env {
     env_with(opts())
 }

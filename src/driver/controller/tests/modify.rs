@@ -94,10 +94,9 @@ async fn migration_policy_is_honoured() {
     );
     assert_eq!(e.fake.volume(&v.id).unwrap().volume_type, None);
 
-    let e = env_with(ControllerOptions {
-        retype_policy: MigrationPolicy::OnDemand,
-        ..opts()
-    });
+    let e = env_with(with_block_storage(|b| {
+        b.retype_migration_policy = MigrationPolicy::OnDemand
+    }));
     e.fake.add_volume_type("gold", false);
     e.fake.set_retype_needs_migration(true);
     let v = e.create("a", 1).await;

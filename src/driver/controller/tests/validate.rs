@@ -169,10 +169,7 @@ async fn a_requisite_no_zone_satisfies_is_resource_exhausted() {
 
     // ignore-volume-az: the requisite holds Nova zones that Cinder may fall back from, so
     // Cinder decides (the fake has no fallback and refuses the zone with a 400).
-    let e = env_with(ControllerOptions {
-        ignore_volume_az: true,
-        ..opts()
-    });
+    let e = env_with(with_block_storage(|b| b.ignore_volume_az = true));
     let mut req = create_req("d", GIB);
     req.topology.requisite = vec![zone("nova-compute-zone")];
     assert_matches!(
