@@ -2,6 +2,7 @@
 //! - No gRPC/protobuf types below `csi/` (driver, cloud, host, metadata, config).
 //! - The driver core uses no HTTP client or syscall crates (those live in adapters).
 //! - Adapters never see proto types.
+//! - config/ uses nothing else of the crate: adapters and the core take its section structs.
 //! - No two files under src/ import each other (A uses an item B defines and B one of A's).
 //! - No file under src/ has more than 400 lines of non-test code (DESIGN rule 13).
 
@@ -105,6 +106,32 @@ fn ports_do_not_depend_on_the_core() {
         all.is_empty(),
         "ports/adapters must not use the core:\n{}",
         all.join("\n")
+    );
+}
+
+#[test]
+fn config_is_the_lowest_layer() {
+    // Adapters and the core take config's typed sections as their options (one home per
+    // cloud.conf key), so config/ must not use them back.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/config");
+    let mut found = Vec::new();
+    for file in rust_files(&root) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if code
+                .split("crate::")
+                .skip(1)
+                .any(|rest| !rest.starts_with("config"))
+            {
+                found.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "config/ must use nothing else of the crate:\n{}",
+        found.join("\n")
     );
 }
 
