@@ -7,6 +7,9 @@ pub struct Sample {
     pub rss_kib: u64,
     /// Peak resident set so far (VmHWM), KiB.
     pub hwm_kib: u64,
+    /// The anonymous part of the resident set (RssAnon: heap, arenas, stacks), KiB; the rest
+    /// is mostly the binary's pages read in as code runs, which is not growth of the heap.
+    pub anon_kib: u64,
     pub threads: u64,
     pub fds: u64,
 }
@@ -26,6 +29,7 @@ pub fn sample(pid: u32) -> Sample {
     Sample {
         rss_kib: field("VmRSS:"),
         hwm_kib: field("VmHWM:"),
+        anon_kib: field("RssAnon:"),
         threads: field("Threads:"),
         fds,
     }
@@ -38,25 +42,34 @@ pub fn table(samples: &[Sample]) -> String {
     };
     let peak = |f: fn(&Sample) -> u64| samples.iter().map(f).max().unwrap_or(0);
     let mib = |k: u64| k as f64 / 1024.0;
-    let rss: Vec<String> = samples
-        .iter()
-        .step_by((samples.len() / 12).max(1))
-        .map(|s| format!("{:.1}", mib(s.rss_kib)))
-        .collect();
+    let series = |f: fn(&Sample) -> u64| {
+        samples
+            .iter()
+            .step_by((samples.len() / 12).max(1))
+            .map(|s| format!("{:.1}", mib(f(s))))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
     format!(
         "| driver | start | end | peak |\n|---|---|---|---|\n\
          | RSS (MiB) | {:.1} | {:.1} | {:.1} (VmHWM) |\n\
+         | anonymous RSS (MiB) | {:.1} | {:.1} | {:.1} |\n\
          | open fds | {} | {} | {} |\n| threads | {} | {} | {} |\n\n\
-         RSS over the run (MiB, evenly spaced samples): {}",
+         RSS over the run (MiB, evenly spaced samples): {}\n\
+         anonymous RSS over the run (MiB): {}",
         mib(first.rss_kib),
         mib(last.rss_kib),
         mib(peak(|s| s.hwm_kib)),
+        mib(first.anon_kib),
+        mib(last.anon_kib),
+        mib(peak(|s| s.anon_kib)),
         first.fds,
         last.fds,
         peak(|s| s.fds),
         first.threads,
         last.threads,
         peak(|s| s.threads),
-        rss.join(" ")
+        series(|s| s.rss_kib),
+        series(|s| s.anon_kib)
     )
 }

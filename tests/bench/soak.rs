@@ -460,9 +460,11 @@ fn main() {
         let stats = ctx.stats.lock().unwrap();
         let bad = report(&stats, &samples, elapsed, workers, slots);
         println!(
-            "\nsettled, {} s after teardown: RSS {:.1} MiB, {} open fds, {} threads",
+            "\nsettled, {} s after teardown: RSS {:.1} MiB ({:.1} anonymous), {} open fds, \
+             {} threads",
             SETTLE.as_secs(),
             settled.rss_kib as f64 / 1024.0,
+            settled.anon_kib as f64 / 1024.0,
             settled.fds,
             settled.threads
         );

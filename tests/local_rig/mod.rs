@@ -54,7 +54,19 @@ impl Rig {
             .append(true)
             .open(self.dir.join("driver.log"))
             .unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_cinder-csi"))
+        // `CINDER_CSI_RIG_WRAPPER` (e.g. `heaptrack -o /var/tmp/soak`): a command the driver
+        // runs under, for profiling a soak; `pid()` then names the driver, not the wrapper.
+        let wrapper = std::env::var("CINDER_CSI_RIG_WRAPPER").unwrap_or_default();
+        let mut words = wrapper.split_whitespace();
+        let mut cmd = match words.next() {
+            Some(program) => {
+                let mut c = Command::new(program);
+                c.args(words).arg(env!("CARGO_BIN_EXE_cinder-csi"));
+                c
+            }
+            None => Command::new(env!("CARGO_BIN_EXE_cinder-csi")),
+        };
+        let child = cmd
             .args([
                 "serve",
                 "--mode",
@@ -91,9 +103,23 @@ impl Rig {
         }
     }
 
-    /// The driver's pid, while it runs.
+    /// The driver's pid, while it runs (under a wrapper: the descendant running the driver).
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(|c| c.id())
+        let top = self.child.as_ref()?.id();
+        let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_cinder-csi")).ok();
+        let mut todo = vec![top];
+        while let Some(pid) = todo.pop() {
+            if std::fs::read_link(format!("/proc/{pid}/exe")).ok() == exe {
+                return Some(pid);
+            }
+            let kids = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+                .unwrap_or_default();
+            todo.extend(
+                kids.split_whitespace()
+                    .filter_map(|k| k.parse::<u32>().ok()),
+            );
+        }
+        Some(top)
     }
 
     /// kill -9: no shutdown code runs.
@@ -105,9 +131,10 @@ impl Rig {
 
     /// SIGTERM; returns whether it exited 0.
     pub fn stop(&mut self) -> bool {
+        let pid = self.pid().expect("running");
         let mut child = self.child.take().expect("running");
         nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(child.id() as i32),
+            nix::unistd::Pid::from_raw(pid as i32),
             nix::sys::signal::Signal::SIGTERM,
         )
         .unwrap();
@@ -170,6 +197,12 @@ impl Rig {
 
 impl Drop for Rig {
     fn drop(&mut self) {
+        if let Some(pid) = self.pid() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
