@@ -16,6 +16,7 @@ pub mod doctor;
 pub mod driver;
 pub mod host;
 pub mod http_endpoint;
+pub mod memory;
 pub mod metadata;
 pub mod metrics;
 pub mod server;

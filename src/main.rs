@@ -48,6 +48,8 @@ fn serve(args: ServeArgs) -> ExitCode {
         eprintln!("cinder-csi: {e}");
         return ExitCode::from(64);
     }
+    // Before the runtime starts its threads: arenas are made as threads first contend.
+    cinder_csi::memory::limit_arenas();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("cinder-csi")

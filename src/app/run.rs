@@ -125,6 +125,11 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
         tracing::info!(address = %bound, "serving /metrics, /healthz and /readyz");
     }
     let rpcs = RpcTracker::new();
+    // Free pages go back to the kernel after activity (see crate::memory).
+    crate::memory::spawn_trimmer({
+        let rpcs = rpcs.clone();
+        move || rpcs.served()
+    });
     let router = Server::builder()
         .layer(RpcSpanLayer::new(metrics, rpcs.clone()))
         .add_service(IdentityServer::new(identity))

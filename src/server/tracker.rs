@@ -2,7 +2,7 @@
 //! for streamed answers too.
 
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -10,6 +10,8 @@ use std::task::{Context, Poll};
 #[derive(Default)]
 pub struct RpcTracker {
     count: AtomicUsize,
+    /// RPCs started since the driver did: tells the allocator trim that there was activity.
+    served: AtomicU64,
     idle: tokio::sync::Notify,
 }
 
@@ -22,7 +24,13 @@ impl RpcTracker {
         self.count.load(Ordering::SeqCst)
     }
 
+    /// RPCs started since the driver did.
+    pub fn served(&self) -> u64 {
+        self.served.load(Ordering::Relaxed)
+    }
+
     pub(super) fn enter(self: &Arc<Self>) -> RpcGuard {
+        self.served.fetch_add(1, Ordering::Relaxed);
         self.count.fetch_add(1, Ordering::SeqCst);
         RpcGuard(self.clone())
     }
