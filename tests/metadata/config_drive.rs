@@ -246,6 +246,28 @@ async fn corrupt_images_give_clear_errors() {
     bytes[11..62].copy_from_slice(&pseudo_random(51, 3));
     std::fs::write(&image, &bytes).unwrap();
     expect_invalid(read_meta_data(&image), &["FAT file system is damaged"]);
+
+    // FAT32 whose FAT sizes overflow 32-bit sector arithmetic (fatfs panicked on it; found by
+    // fuzzing, tests/fuzz/corpus/config_drive_vfat/crash-fat-size-overflow).
+    let image = vfat(
+        dir.path(),
+        "fatsize",
+        64 * 1024,
+        &["-F", "32"],
+        "CONFIG-2",
+        &files,
+    );
+    let good = std::fs::read(&image).unwrap();
+    for (fats, sectors_per_fat) in [(2u8, 0xffff_ffe0u32), (255, 0x0100_0000), (1, 0x0200_0000)] {
+        let mut bytes = good.clone();
+        bytes[16] = fats;
+        bytes[36..40].copy_from_slice(&sectors_per_fat.to_le_bytes());
+        std::fs::write(&image, &bytes).unwrap();
+        expect_invalid(
+            read_meta_data(&image),
+            &["FAT file system is damaged: boot sector", "FAT"],
+        );
+    }
 }
 
 /// Damage every sector that matters, one at a time: each read ends (Ok or a clear error),

@@ -17,8 +17,13 @@ type Dir<'a> = fatfs::Dir<'a, ReadOnly<BufReader<File>>>;
 type Entry<'a> = fatfs::DirEntry<'a, ReadOnly<BufReader<File>>>;
 
 /// Errors are messages about a damaged file system.
-pub(super) fn read(file: File) -> Result<Found, String> {
+pub(super) fn read(mut file: File) -> Result<Found, String> {
     let damaged = |what: &str, e: io::Error| format!("FAT file system is damaged: {what}: {e}");
+    let mut sector = [0u8; 512];
+    file.read_exact(&mut sector)
+        .map_err(|e| damaged("boot sector", e))?;
+    check_layout(&sector).map_err(|e| format!("FAT file system is damaged: boot sector: {e}"))?;
+    file.rewind().map_err(|e| damaged("boot sector", e))?;
     let fs: Fs = fatfs::FileSystem::new(ReadOnly(BufReader::new(file)), fatfs::FsOptions::new())
         .map_err(|e| damaged("boot sector", e))?;
     // blkid reports the root directory's label entry when there is one, else the boot sector's.
@@ -57,6 +62,34 @@ pub(super) fn read(file: File) -> Result<Found, String> {
         .map(|_| bytes)
         .map_err(|e| format!("cannot read {}: {e}", META_DATA_PATH.join("/")));
     Ok(found(Some(contents)))
+}
+
+/// fatfs 0.3 adds and multiplies the boot sector's counts in u32 unchecked, so a damaged boot
+/// sector overflows them (found by fuzzing). Refuses the layouts that would, before fatfs reads it.
+fn check_layout(sector: &[u8; 512]) -> Result<(), String> {
+    let u16_at = |i: usize| u64::from(u16::from_le_bytes([sector[i], sector[i + 1]]));
+    let u32_at = |i: usize| u64::from(u32::from_le_bytes(sector[i..i + 4].try_into().unwrap()));
+    let bytes_per_sector = u16_at(11);
+    if !bytes_per_sector.is_power_of_two() {
+        return Err(format!("{bytes_per_sector} bytes per sector"));
+    }
+    let sectors_per_fat = match u16_at(22) {
+        0 => u32_at(36), // FAT32 keeps the count in its extended block
+        n => n,
+    };
+    // fatfs counts the FAT's entries as its size in bits: that must fit in 32 bits.
+    if sectors_per_fat * bytes_per_sector * 8 > u64::from(u32::MAX) {
+        return Err(format!("a FAT of {sectors_per_fat} sectors"));
+    }
+    let fats = u64::from(sector[16]);
+    let root_dir_sectors = (u16_at(17) * 32).div_ceil(bytes_per_sector);
+    let first_data_sector = u16_at(14) + fats * sectors_per_fat + root_dir_sectors;
+    if first_data_sector > u64::from(u32::MAX) {
+        return Err(format!(
+            "{fats} FATs of {sectors_per_fat} sectors end past the last possible sector"
+        ));
+    }
+    Ok(())
 }
 
 fn lookup<'a>(dir: &Dir<'a>, name: &str, want_dir: bool) -> io::Result<Option<Entry<'a>>> {
