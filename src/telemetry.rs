@@ -69,9 +69,11 @@ pub fn parse_filter(spec: &str) -> Result<Targets, String> {
         match target {
             None => default = Some(level),
             Some(t) if valid_target(t) => filter = filter.with_target(t, level),
-            Some(t) => return Err(format!(
+            Some(t) => {
+                return Err(format!(
                 "{directive:?}: {t:?} is not a target (a module path such as cinder_csi::driver)"
-            )),
+            ))
+            }
         }
     }
     Ok(match default {
