@@ -55,7 +55,9 @@ fn serve(args: ServeArgs) -> ExitCode {
     cinder_csi::memory::limit_arenas();
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.enable_all().thread_name("cinder-csi");
-    if args.effective_mode() == Ok(Mode::Node) {
+    // TOKIO_WORKER_THREADS, when set, still decides (tokio reads it when none is given).
+    if args.effective_mode() == Ok(Mode::Node) && std::env::var_os("TOKIO_WORKER_THREADS").is_none()
+    {
         // The node plugin's RPCs are few and do their host work on the blocking pool: more
         // async workers than 2 only add idle threads (a stack and a malloc arena each) on
         // every core of a large node.
