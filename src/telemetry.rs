@@ -2,7 +2,7 @@
 //! directives `LEVEL`, `TARGET` or `TARGET=LEVEL`, e.g. `info` or `cinder_csi=debug,info`.
 //!
 //! The directives are EnvFilter's static ones, parsed here into a `Targets` filter: EnvFilter
-//! would link a regex engine (0.3 MiB of binary, docs/PERFORMANCE.md "Footprint") for span and
+//! would link a regex engine (0.25 MiB of code, docs/PERFORMANCE.md "Footprint") for span and
 //! field-value directives, which this driver's logs never needed; those are refused by name.
 
 use std::io::IsTerminal;

@@ -1,7 +1,7 @@
 //! The TLS crypto provider of every HTTPS client (Keystone, Cinder, Nova, the metadata
 //! service): rustls on `ring`.
 //!
-//! `ring` instead of rustls' default `aws-lc-rs`: 1.9 MiB less binary and no C/CMake build of
+//! `ring` instead of rustls' default `aws-lc-rs`: 2.0 MiB less binary and no C/CMake build of
 //! aws-lc in every release build (docs/PERFORMANCE.md, "Footprint"). What it lacks: the
 //! post-quantum hybrid key exchange X25519MLKEM768 (X25519, P-256 and P-384 remain) and P-521
 //! certificates and key exchange; RSA, P-256, P-384 and Ed25519 certificates verify as before.
