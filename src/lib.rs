@@ -21,6 +21,7 @@ pub mod metadata;
 pub mod metrics;
 pub mod server;
 pub mod telemetry;
+pub mod tls;
 pub mod version;
 
 #[cfg(feature = "fuzzing")]

@@ -3,7 +3,10 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use cinder_csi::app::{self, AppError};
-use cinder_csi::cli::{Cli, Command, ServeArgs};
+use cinder_csi::cli::{Cli, Command, Mode, ServeArgs};
+
+/// Async worker threads of a node-only process, at most (fewer on fewer CPUs).
+const NODE_WORKERS: usize = 2;
 
 fn main() -> ExitCode {
     // Upstream manifests pass `/bin/cinder-csi-plugin` as the first argument.
@@ -50,11 +53,20 @@ fn serve(args: ServeArgs) -> ExitCode {
     }
     // Before the runtime starts its threads: arenas are made as threads first contend.
     cinder_csi::memory::limit_arenas();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("cinder-csi")
-        .build()
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.enable_all().thread_name("cinder-csi");
+    // TOKIO_WORKER_THREADS, when set, still decides (tokio reads it when none is given).
+    if args.effective_mode() == Ok(Mode::Node) && std::env::var_os("TOKIO_WORKER_THREADS").is_none()
     {
+        // The node plugin's RPCs are few and do their host work on the blocking pool: more
+        // async workers than 2 only add idle threads (a stack and a malloc arena each) on
+        // every core of a large node.
+        builder.worker_threads(
+            NODE_WORKERS
+                .min(std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)),
+        );
+    }
+    let runtime = match builder.build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("cinder-csi: cannot start the async runtime: {e}");

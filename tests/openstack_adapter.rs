@@ -276,7 +276,7 @@ async fn keystone_token(
         "identity": {"methods": ["password"], "password": {"user": {
             "name": user, "domain": {"id": "default"}, "password": password}}},
         "scope": {"project": {"name": project, "domain": {"id": "default"}}}}});
-    let resp = reqwest::Client::new()
+    let resp = plain_client()
         .post(format!(
             "{}/auth/tokens",
             cloud.var("OS_AUTH_URL").trim_end_matches('/')
@@ -381,7 +381,7 @@ async fn preset_token_and_trust_auth() {
     // Trust: the member delegates `member` on its project to a throwaway trustee.
     let (trustee_id, _, trustee_password) = throwaway_user(&trash, None);
     let trustor_id = body["token"]["user"]["id"].as_str().unwrap();
-    let trust: Value = reqwest::Client::new()
+    let trust: Value = plain_client()
         .post(format!(
             "{}/OS-TRUST/trusts",
             cloud.var("OS_AUTH_URL").trim_end_matches('/')
@@ -494,7 +494,7 @@ async fn tokens_are_renewed_before_they_expire() {
     let expires = (chrono::Utc::now() + lifetime)
         .format("%Y-%m-%dT%H:%M:%S")
         .to_string();
-    let cred: Value = reqwest::Client::new()
+    let cred: Value = plain_client()
         .post(format!(
             "{}/users/{user_id}/application_credentials",
             cloud.var("OS_AUTH_URL").trim_end_matches('/')
@@ -1428,4 +1428,10 @@ async fn unpublish_during_a_real_attach_in_flight_detaches() {
         on_node.iter().all(|a| a.volume_id != vol.id),
         "Nova still has it: {on_node:?}"
     );
+}
+
+/// A client of the test's own (rustls needs the driver's crypto provider installed first).
+fn plain_client() -> reqwest::Client {
+    cinder_csi::tls::install_provider();
+    reqwest::Client::new()
 }

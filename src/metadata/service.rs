@@ -58,6 +58,7 @@ impl MetadataService {
                     "metadata URL {url:?} is not an http(s) URL (default {DEFAULT_METADATA_URL})"
                 ))
             })?;
+        crate::tls::install_provider();
         let client = reqwest::Client::builder()
             .no_proxy()
             .connect_timeout(timeouts.connect)

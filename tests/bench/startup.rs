@@ -5,6 +5,12 @@
 //! bench runs target/release/cinder-csi when it exists, else the debug one). With `--other`, a
 //! second driver's command line (node mode; the bench adds `--endpoint=unix://…`) is measured
 //! the same way, runs interleaved, and both are printed side by side.
+//!
+//! `BENCH_MODE=controller` runs ours in controller mode (local backend) instead of node mode.
+//! `DROP_CACHE=1` drops each binary's page cache before every start (posix_fadvise
+//! DONTNEED), so the resident pages of its file are those the run read, not whatever an
+//! earlier run or the linker left cached: how many cached pages the kernel maps around each
+//! fault depends on that, which moves RSS by up to 1 MiB between identical runs.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -46,6 +52,9 @@ fn once(rt: &tokio::runtime::Runtime, cmd: &[String]) -> (Duration, u64) {
         .iter()
         .map(|a| a.replace("{dir}", &dir.path().display().to_string()))
         .collect();
+    if std::env::var_os("DROP_CACHE").is_some() {
+        drop_cache(&cmd[0]);
+    }
     let started = Instant::now();
     let mut child = Command::new(&cmd[0])
         .args(&args)
@@ -74,6 +83,18 @@ fn once(rt: &tokio::runtime::Runtime, cmd: &[String]) -> (Duration, u64) {
     let _ = child.kill();
     let _ = child.wait();
     (answered, rss)
+}
+
+/// Evict `path`'s pages from the page cache (clean pages of a file not being written).
+fn drop_cache(path: &str) {
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("open {path}: {e}"));
+    nix::fcntl::posix_fadvise(
+        &file,
+        0,
+        0,
+        nix::fcntl::PosixFadviseAdvice::POSIX_FADV_DONTNEED,
+    )
+    .unwrap_or_else(|e| panic!("posix_fadvise {path}: {e}"));
 }
 
 struct Stats {
@@ -106,9 +127,11 @@ fn main() {
         .iter()
         .position(|a| a == "--other")
         .map(|i| args[i + 1].split_whitespace().map(str::to_string).collect());
+    let mode = std::env::var("BENCH_MODE").unwrap_or_else(|_| "node".into());
+    let mode = format!("--mode={mode}");
     let ours: Vec<String> = [
         bin.display().to_string().as_str(),
-        "--mode=node",
+        &mode,
         "--backend=local",
         "--node-id=n1",
         "--local-dir={dir}/local",
@@ -145,7 +168,14 @@ fn main() {
         s.rss.sort();
     }
     println!("binary: {}", bin.display());
-    println!("\nStartup to first Probe answered (node mode, {runs} runs each, interleaved)\n");
+    println!(
+        "\nStartup to first Probe answered ({mode}, {runs} runs each, interleaved{})\n",
+        if std::env::var_os("DROP_CACHE").is_some() {
+            ", page cache dropped"
+        } else {
+            ""
+        }
+    );
     println!("| driver | p50 | p99 | max | RSS after first Probe (median / max) |");
     println!("|---|---|---|---|---|");
     for (_, s) in &all {

@@ -36,6 +36,7 @@ pub async fn build_client(opts: &OpenStackOptions) -> Result<reqwest::Client, St
         .map_err(|e| format!("reading TLS files: {e}"))??;
     // `no_proxy()` first: reqwest's own environment lookup (which also honours ALL_PROXY, for
     // loopback too) is off; only the proxies from `opts.proxy`, added below, are used.
+    crate::tls::install_provider();
     let mut b = reqwest::Client::builder()
         .no_proxy()
         .user_agent(user_agent())

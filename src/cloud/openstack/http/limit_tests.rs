@@ -141,6 +141,7 @@ async fn a_storm_uses_few_connections_and_bounded_concurrency_per_endpoint() {
 async fn an_unbounded_client_is_caught_by_the_same_counts() {
     const N: usize = 60;
     let (url, seen) = server(Duration::from_millis(50)).await;
+    crate::tls::install_provider();
     let http = Http::new(
         reqwest::Client::new(),
         Arc::new(ApiMetrics::new()),
