@@ -10,7 +10,7 @@ use super::pb::volume_capability::access_mode::Mode;
 use crate::driver::types::{
     AccessMode, AccessType, CapacityRange, Topology, TopologyRequirement, VolumeCapability,
 };
-use crate::driver::Error;
+use crate::driver::{Error, Range};
 
 /// Deadline used when the caller sent none (sidecars always send one; csc/tests may not).
 pub const DEFAULT_RPC_TIMEOUT: Duration = Duration::from_secs(120);
@@ -156,10 +156,7 @@ pub fn capacity_range(r: Option<&pb::CapacityRange>) -> Result<CapacityRange, Er
         limit_bytes: r.limit_bytes as u64,
     };
     if range.limit_bytes != 0 && range.required_bytes > range.limit_bytes {
-        return Err(Error::OutOfRange(format!(
-            "capacity_range required_bytes {} exceeds limit_bytes {}",
-            range.required_bytes, range.limit_bytes
-        )));
+        return Err(Range::RequiredOverLimit(range).into());
     }
     Ok(range)
 }

@@ -16,7 +16,7 @@ use crate::cloud::{
     VolumeStatus, VolumeType, VolumeWait, GIB,
 };
 use crate::driver::types::{round_up_gib, CapacityRange, Topology, ZONE_TOPOLOGY_KEY};
-use crate::driver::{Error, Result};
+use crate::driver::{Error, Range, Result};
 
 /// Description Cinder shows for volumes we create (upstream's text: operators grep for it).
 pub const VOLUME_DESCRIPTION: &str = "Created by OpenStack Cinder CSI driver";
@@ -42,19 +42,19 @@ pub fn size_for(range: CapacityRange, min_gib: u64) -> Result<u64> {
     let size = wanted.max(min_gib);
     super::validate::size_gib(size)?;
     if range.limit_bytes != 0 && size * GIB > range.limit_bytes {
-        return Err(Error::OutOfRange(if size > wanted {
-            format!(
-                "the source is {size} GiB, larger than capacity_range limit_bytes {}",
-                range.limit_bytes
-            )
+        let limit_bytes = range.limit_bytes;
+        return Err(if size > wanted {
+            Range::SourceOverLimit {
+                gib: size,
+                limit_bytes,
+            }
         } else {
-            format!(
-                "Cinder sizes are whole GiB: {size} GiB exceeds capacity_range limit_bytes {}; \
-                 raise the limit to at least {}",
-                range.limit_bytes,
-                size * GIB
-            )
-        }));
+            Range::OverLimit {
+                gib: size,
+                limit_bytes,
+            }
+        }
+        .into());
     }
     Ok(size)
 }

@@ -5,7 +5,7 @@ use super::waits::{wait_deadline, Refusals, MAX_STATE_RETRIES};
 use super::{volume_error, Controller, ExpandVolume, Expanded};
 use crate::cloud::{CloudError, VolumeStatus, VolumeWait, GIB};
 use crate::driver::types::round_up_gib;
-use crate::driver::{Error, Result};
+use crate::driver::{Error, Range, Result};
 
 impl Controller {
     pub async fn expand_volume(&self, req: ExpandVolume) -> Result<Expanded> {
@@ -18,10 +18,11 @@ impl Controller {
         let new_gib = round_up_gib(req.capacity.required_bytes);
         super::validate::size_gib(new_gib)?;
         if req.capacity.limit_bytes != 0 && new_gib * GIB > req.capacity.limit_bytes {
-            return Err(Error::OutOfRange(format!(
-                "Cinder sizes are whole GiB: {new_gib} GiB exceeds capacity_range limit_bytes {}",
-                req.capacity.limit_bytes
-            )));
+            return Err(Range::OverLimit {
+                gib: new_gib,
+                limit_bytes: req.capacity.limit_bytes,
+            }
+            .into());
         }
         // CSI: "if volume is being used as a block device - the SP MAY set
         // node_expansion_required to false"; unknown usage is treated as a filesystem.

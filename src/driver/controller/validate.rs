@@ -3,9 +3,8 @@
 //! column. Each runs before any cloud call, so a refused request changes nothing, and its
 //! message says what to send instead.
 
-use crate::cloud::GIB;
 use crate::driver::types::{AccessType, VolumeCapability};
-use crate::driver::{Error, Result};
+use crate::driver::{Error, Range, Result};
 use crate::host::FsKind;
 
 /// Cinder's `name` columns (volumes, snapshots, backups) are `String(255)`.
@@ -71,11 +70,7 @@ pub fn fs_types(caps: &[VolumeCapability]) -> Result<()> {
 /// A size Cinder can hold (CSI: an unsupported capacity is OUT_OF_RANGE).
 pub fn size_gib(gib: u64) -> Result<()> {
     if gib > MAX_VOLUME_GIB {
-        return Err(Error::OutOfRange(format!(
-            "{gib} GiB is larger than Cinder's largest volume ({MAX_VOLUME_GIB} GiB, {} bytes); \
-             ask for less",
-            MAX_VOLUME_GIB * GIB
-        )));
+        return Err(Range::TooLarge { gib }.into());
     }
     Ok(())
 }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 
 use crate::driver::types::{AccessMode, AccessType, VolumeCapability};
-use crate::driver::{Error, Result};
+use crate::driver::{Error, NotAtPath, Result};
 use crate::host::fs::FormatLimits;
 use crate::host::options::{self, OptionKind};
 use crate::host::{FormatOptions, FsKind};
@@ -75,11 +75,9 @@ pub fn volume_path(volume_id: &str, field: &str, raw: &str, kubelet_dir: &Path) 
         return Err(Error::VolumeNotAtPath {
             id: volume_id.to_string(),
             path: path.to_path_buf(),
-            reason: format!(
-                "volumes are staged and published only at absolute paths under the kubelet \
-                 directory {}",
-                kubelet_dir.display()
-            ),
+            why: NotAtPath::OutsideKubelet {
+                kubelet_dir: kubelet_dir.to_path_buf(),
+            },
         });
     }
     kubelet_path(field, raw, kubelet_dir)

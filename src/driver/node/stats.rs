@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use super::block;
 use super::checks::{block_device, same_device};
 use super::model::{Condition, VolumeStats, VolumeUsage};
-use crate::driver::{Error, Result};
+use crate::driver::{Error, NotAtPath, Result};
 use crate::host::{Content, FileKind, Host, HostError, PathInfo, PathState};
 
 /// What is at a volume path.
@@ -59,11 +59,11 @@ fn check_owner(host: &Host, volume_id: &str, path: &Path, info: &PathInfo) -> Re
     Err(Error::VolumeNotAtPath {
         id: volume_id.to_string(),
         path: path.to_path_buf(),
-        reason: format!(
-            "it holds device {found}, and the volume's disk is {} ({})",
-            device.display(),
-            dev.rdev
-        ),
+        why: NotAtPath::OtherDevice {
+            found,
+            device,
+            disk: dev.rdev,
+        },
     })
 }
 
@@ -88,7 +88,7 @@ pub fn stats(host: &Host, volume_id: &str, path: &Path) -> Result<VolumeStats> {
             return Err(Error::VolumeNotAtPath {
                 id: volume_id.to_string(),
                 path: path.to_path_buf(),
-                reason: "nothing is mounted there".into(),
+                why: NotAtPath::NothingMounted,
             })
         }
         Found::Mounted(p, info) => (p, info),
@@ -180,7 +180,7 @@ pub fn expand(
             return Err(Error::VolumeNotAtPath {
                 id: volume_id.to_string(),
                 path: path.to_path_buf(),
-                reason: "nothing is mounted there".into(),
+                why: NotAtPath::NothingMounted,
             })
         }
         Found::Mounted(p, info) => (p, info),

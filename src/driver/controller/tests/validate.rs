@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::cloud::Op;
-use crate::driver::Error;
+use crate::driver::{Error, Range};
 
 fn with_fs(fs: &str) -> VolumeCapability {
     VolumeCapability {
@@ -100,7 +100,8 @@ async fn sizes_beyond_cinder_are_out_of_range() {
     let eib4: u64 = 4 << 60;
     assert_matches!(
         e.ctl.create_volume(create_req("huge", eib4)).await,
-        Err(Error::OutOfRange(m)) if m.contains("2147483647 GiB")
+        Err(e @ Error::OutOfRange(Range::TooLarge { gib: 4294967296 }))
+            if e.to_string().contains("2147483647 GiB")
     );
     assert_eq!(e.fake.total_calls(), 0);
     let v = e.create("a", 1).await;
