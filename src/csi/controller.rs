@@ -172,9 +172,9 @@ impl Controller for ControllerService {
                 }),
                 message: String::new(),
             },
-            Err(message) => pb::ValidateVolumeCapabilitiesResponse {
+            Err(why) => pb::ValidateVolumeCapabilitiesResponse {
                 confirmed: None,
-                message,
+                message: why.to_string(),
             },
         })
     }
