@@ -42,13 +42,6 @@ pub fn code_of(err: &Error) -> Code {
         Error::Cloud(e) => cloud_code(e),
         Error::Host(e) => host_code(e),
         Error::Metadata(e) => metadata_code(e),
-        Error::InvalidArgument(_) => Code::InvalidArgument,
-        Error::AlreadyExists(_) => Code::AlreadyExists,
-        Error::FailedPrecondition(_) => Code::FailedPrecondition,
-        Error::ResourceExhausted(_) => Code::ResourceExhausted,
-        Error::Aborted(_) => Code::Aborted,
-        Error::Unavailable(_) => Code::Unavailable,
-        Error::Internal(_) => Code::Internal,
     }
 }
 
@@ -178,13 +171,6 @@ impl Display for Error {
             Error::Cloud(e) => write!(f, "{e}"),
             Error::Host(e) => write!(f, "{e}"),
             Error::Metadata(e) => write!(f, "{e}"),
-            Error::InvalidArgument(m)
-            | Error::AlreadyExists(m)
-            | Error::FailedPrecondition(m)
-            | Error::ResourceExhausted(m)
-            | Error::Aborted(m)
-            | Error::Unavailable(m)
-            | Error::Internal(m) => f.write_str(m),
         }
     }
 }

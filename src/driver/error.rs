@@ -91,28 +91,6 @@ pub enum Error {
     Cloud(CloudError),
     Host(HostError),
     Metadata(MetadataError),
-    // Prose built by the caller, being replaced by the typed variants above.
-    InvalidArgument(String),
-    AlreadyExists(String),
-    FailedPrecondition(String),
-    ResourceExhausted(String),
-    Aborted(String),
-    Unavailable(String),
-    Internal(String),
-}
-
-impl Error {
-    pub fn invalid(msg: impl Into<String>) -> Self {
-        Self::InvalidArgument(msg.into())
-    }
-
-    pub fn precondition(msg: impl Into<String>) -> Self {
-        Self::FailedPrecondition(msg.into())
-    }
-
-    pub fn internal(msg: impl Into<String>) -> Self {
-        Self::Internal(msg.into())
-    }
 }
 
 /// Why a listing token is refused.
@@ -156,14 +134,7 @@ impl std::error::Error for Error {
             | Self::KeptChanging { .. }
             | Self::BadToken { .. }
             | Self::ResizePending { .. }
-            | Self::Failed(_)
-            | Self::InvalidArgument(_)
-            | Self::AlreadyExists(_)
-            | Self::FailedPrecondition(_)
-            | Self::ResourceExhausted(_)
-            | Self::Aborted(_)
-            | Self::Unavailable(_)
-            | Self::Internal(_) => None,
+            | Self::Failed(_) => None,
         }
     }
 }
