@@ -125,7 +125,7 @@ const KUBELET: &str = "/var/lib/kubelet";
 /// mount flags, volume_context), as its plans run them before any host call.
 fn node_params(
     volume_id: &str,
-    paths: &[(&str, &str)],
+    paths: &[(&'static str, &str)],
     cap: Option<&pb::VolumeCapability>,
     context: Option<&std::collections::HashMap<String, String>>,
 ) -> Vec<crate::driver::Error> {

@@ -20,7 +20,7 @@ use crate::driver::controller::params::{
     cloud_name, named_cloud, MutableParams, SnapshotParams, VolumeParams,
 };
 use crate::driver::controller::{self as core};
-use crate::driver::Error;
+use crate::driver::{Error, Invalid};
 
 /// Every controller capability this driver implements, and nothing else.
 pub const CAPABILITIES: &[Cap] = &[
@@ -172,9 +172,9 @@ impl Controller for ControllerService {
                 }),
                 message: String::new(),
             },
-            Err(message) => pb::ValidateVolumeCapabilitiesResponse {
+            Err(why) => pb::ValidateVolumeCapabilitiesResponse {
                 confirmed: None,
-                message,
+                message: why.to_string(),
             },
         })
     }
@@ -327,7 +327,10 @@ impl Controller for ControllerService {
         let id = required(&r.volume_id, "volume_id")?;
         record_volume(id);
         let Some(range) = r.capacity_range.as_ref() else {
-            return Err(Error::invalid("capacity_range is required").into());
+            return Err(Error::from(Invalid::Required {
+                field: "capacity_range",
+            })
+            .into());
         };
         let request = core::ExpandVolume {
             volume_id: id.to_string(),

@@ -10,7 +10,7 @@ use super::pb::volume_capability::access_mode::Mode;
 use crate::driver::types::{
     AccessMode, AccessType, CapacityRange, Topology, TopologyRequirement, VolumeCapability,
 };
-use crate::driver::Error;
+use crate::driver::{Error, Invalid, Range};
 
 /// Deadline used when the caller sent none (sidecars always send one; csc/tests may not).
 pub const DEFAULT_RPC_TIMEOUT: Duration = Duration::from_secs(120);
@@ -58,11 +58,7 @@ pub fn access_mode(mode: i32) -> Result<AccessMode, Error> {
         Ok(Mode::MultiNodeMultiWriter) => AccessMode::MultiNodeMultiWriter,
         Ok(Mode::SingleNodeSingleWriter) => AccessMode::SingleNodeSingleWriter,
         Ok(Mode::SingleNodeMultiWriter) => AccessMode::SingleNodeMultiWriter,
-        Ok(Mode::Unknown) | Err(_) => {
-            return Err(Error::invalid(format!(
-                "volume capability access_mode {mode} is unknown; set one of the CSI access modes"
-            )))
-        }
+        Ok(Mode::Unknown) | Err(_) => return Err(Invalid::UnknownAccessMode { mode }.into()),
     })
 }
 
@@ -87,15 +83,11 @@ pub fn capability(cap: &pb::VolumeCapability) -> Result<VolumeCapability, Error>
             mount_flags: m.mount_flags.clone(),
             volume_mount_group: Some(m.volume_mount_group.clone()).filter(|s| !s.is_empty()),
         },
-        None => {
-            return Err(Error::invalid(
-                "volume capability access_type is missing; set block or mount",
-            ))
-        }
+        None => return Err(Invalid::NoAccessType.into()),
     };
     let access_mode = match &cap.access_mode {
         Some(m) => access_mode(m.mode)?,
-        None => return Err(Error::invalid("volume capability access_mode is missing")),
+        None => return Err(Invalid::NoAccessMode.into()),
     };
     Ok(VolumeCapability {
         access_type,
@@ -106,9 +98,7 @@ pub fn capability(cap: &pb::VolumeCapability) -> Result<VolumeCapability, Error>
 /// A required, non-empty list of capabilities.
 pub fn capabilities(caps: &[pb::VolumeCapability]) -> Result<Vec<VolumeCapability>, Error> {
     if caps.is_empty() {
-        return Err(Error::invalid(
-            "volume_capabilities is empty; at least one is required",
-        ));
+        return Err(Invalid::NoCapabilities.into());
     }
     caps.iter().map(capability).collect()
 }
@@ -117,7 +107,10 @@ pub fn capabilities(caps: &[pb::VolumeCapability]) -> Result<Vec<VolumeCapabilit
 pub fn required_capability(cap: Option<&pb::VolumeCapability>) -> Result<VolumeCapability, Error> {
     match cap {
         Some(c) => capability(c),
-        None => Err(Error::invalid("volume_capability is required")),
+        None => Err(Invalid::Required {
+            field: "volume_capability",
+        }
+        .into()),
     }
 }
 
@@ -149,17 +142,14 @@ pub fn capacity_range(r: Option<&pb::CapacityRange>) -> Result<CapacityRange, Er
         return Ok(CapacityRange::default());
     };
     if r.required_bytes < 0 || r.limit_bytes < 0 {
-        return Err(Error::invalid("capacity_range bytes must not be negative"));
+        return Err(Invalid::NegativeCapacity.into());
     }
     let range = CapacityRange {
         required_bytes: r.required_bytes as u64,
         limit_bytes: r.limit_bytes as u64,
     };
     if range.limit_bytes != 0 && range.required_bytes > range.limit_bytes {
-        return Err(Error::OutOfRange(format!(
-            "capacity_range required_bytes {} exceeds limit_bytes {}",
-            range.required_bytes, range.limit_bytes
-        )));
+        return Err(Range::RequiredOverLimit(range).into());
     }
     Ok(range)
 }
@@ -190,9 +180,9 @@ pub fn record_volume(id: &str) {
 }
 
 /// A required string field: empty is InvalidArgument naming the field.
-pub fn required<'a>(value: &'a str, field: &str) -> Result<&'a str, Error> {
+pub fn required<'a>(value: &'a str, field: &'static str) -> Result<&'a str, Error> {
     if value.is_empty() {
-        Err(Error::invalid(format!("{field} is required")))
+        Err(Invalid::Required { field }.into())
     } else {
         Ok(value)
     }
@@ -252,7 +242,7 @@ mod tests {
         };
         assert!(matches!(
             capacity_range(Some(&r)),
-            Err(Error::InvalidArgument(_))
+            Err(Error::Invalid(Invalid::NegativeCapacity))
         ));
     }
 }

@@ -1,29 +1,44 @@
-//! The one place where driver errors become gRPC statuses. Every variant is matched
-//! explicitly (no `_ =>`), so a new error kind cannot silently become `Internal`.
+//! The one place where driver errors become gRPC statuses and words. Every variant is
+//! matched explicitly (no `_ =>`), so a new error kind cannot silently become `Internal`, and
+//! every message is written here or in the files below (`status/`, one per kind of error):
+//! the driver hands over ids, paths, statuses and sizes, and this layer says them.
+
+mod mismatch;
+mod node;
+mod refusal;
+mod request;
+mod words;
+
+use std::fmt::{self, Display, Formatter};
 
 use tonic::{Code, Status};
 
 use crate::cloud::CloudError;
-use crate::driver::Error;
+use crate::driver::types::ZONE_TOPOLOGY_KEY;
+use crate::driver::{Error, Task, TokenProblem};
 use crate::host::HostError;
 use crate::metadata::MetadataError;
 
 pub fn code_of(err: &Error) -> Code {
     match err {
-        Error::InvalidArgument(_) => Code::InvalidArgument,
+        Error::Invalid(_) => Code::InvalidArgument,
         Error::VolumeNotFound { .. }
         | Error::SnapshotNotFound { .. }
         | Error::NodeNotFound { .. }
         | Error::PathNotFound { .. }
         | Error::VolumeNotAtPath { .. } => Code::NotFound,
-        Error::AlreadyExists(_) => Code::AlreadyExists,
-        Error::FailedPrecondition(_) => Code::FailedPrecondition,
+        Error::Mismatch(_) => Code::AlreadyExists,
+        Error::Refused(_) | Error::NodeRefused(_) => Code::FailedPrecondition,
         Error::OutOfRange(_) => Code::OutOfRange,
-        Error::ResourceExhausted(_) => Code::ResourceExhausted,
-        Error::Busy { .. } | Error::Aborted(_) => Code::Aborted,
-        Error::Unavailable(_) => Code::Unavailable,
-        Error::Unimplemented(_) => Code::Unimplemented,
-        Error::Internal(_) => Code::Internal,
+        Error::NoZone { .. } => Code::ResourceExhausted,
+        // The CO retries: the operation in the way, or the cloud, will have moved on.
+        Error::Busy { .. } | Error::KeptChanging { .. } => Code::Aborted,
+        // CSI: "Invalid starting_token" is ABORTED; the caller restarts the listing.
+        Error::BadToken { .. } => Code::Aborted,
+        // Kubelet keeps an uncertain stage in its books and retries; a final code would make
+        // it forget a mount that stays.
+        Error::GrowFailed { .. } | Error::ResizePending { .. } => Code::Unavailable,
+        Error::Failed(_) | Error::TaskFailed { .. } => Code::Internal,
         Error::Cloud(e) => cloud_code(e),
         Error::Host(e) => host_code(e),
         Error::Metadata(e) => metadata_code(e),
@@ -93,6 +108,109 @@ pub fn message_of(err: &(dyn std::error::Error + 'static)) -> String {
     msg
 }
 
+impl Display for Error {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Invalid(e) => write!(f, "{e}"),
+            Error::VolumeNotFound { id } => write!(f, "volume {id} not found"),
+            Error::SnapshotNotFound { id } => write!(f, "snapshot {id} not found"),
+            Error::NodeNotFound { id } => write!(f, "node {id} not found"),
+            Error::PathNotFound { path } => write!(f, "path {} not found", path.display()),
+            Error::VolumeNotAtPath { id, path, why } => write!(
+                f,
+                "volume {id} is not staged or published at {}: {why}",
+                path.display()
+            ),
+            Error::Mismatch(e) => write!(f, "{e}"),
+            Error::Refused(e) => write!(f, "{e}"),
+            Error::NodeRefused(e) => write!(f, "{e}"),
+            Error::OutOfRange(e) => write!(f, "{e}"),
+            Error::NoZone { asked, known } => no_zone(f, asked, known),
+            Error::Busy { key } => write!(
+                f,
+                "an operation on {key} is already in progress; retry later"
+            ),
+            Error::KeptChanging { id, status } => write!(
+                f,
+                "volume {id} kept changing state (now {status}); retry later"
+            ),
+            Error::BadToken { token, why } => write!(
+                f,
+                "starting_token {token:?} is not valid ({why}); start the listing again \
+                 without a token"
+            ),
+            Error::GrowFailed {
+                id,
+                staging,
+                source,
+            } => write!(
+                f,
+                "volume {id} is staged at {} but growing its filesystem failed: {source}",
+                staging.display()
+            ),
+            Error::ResizePending {
+                id,
+                device,
+                size,
+                required,
+            } => write!(
+                f,
+                "device {} of volume {id} is {size} bytes, less than the {required} bytes \
+                 requested: the resize has not reached this node yet; retry",
+                device.display()
+            ),
+            Error::Failed(e) => write!(f, "{e}"),
+            Error::TaskFailed { task, source } => {
+                let task = match task {
+                    Task::Operation => "operation",
+                    Task::Stats => "stats",
+                };
+                write!(f, "node {task} task failed: {source}")
+            }
+            // The adapters' errors say themselves.
+            Error::Cloud(e) => write!(f, "{e}"),
+            Error::Host(e) => write!(f, "{e}"),
+            Error::Metadata(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// No Cinder zone satisfies the requisite topology (CSI: RESOURCE_EXHAUSTED).
+fn no_zone(f: &mut Formatter<'_>, asked: &[String], known: &[String]) -> fmt::Result {
+    let known = if known.is_empty() {
+        "(none)".to_string()
+    } else {
+        words::quoted(known)
+    };
+    if asked.is_empty() {
+        return write!(
+            f,
+            "accessibility_requirements.requisite names no zone (key {ZONE_TOPOLOGY_KEY}), so \
+             no Cinder availability zone satisfies it; the nodes must report \
+             {ZONE_TOPOLOGY_KEY} (Cinder's zones: {known})"
+        );
+    }
+    write!(
+        f,
+        "no Cinder availability zone satisfies accessibility_requirements.requisite: it allows \
+         zone{} {} and Cinder's zones are {known}; schedule the volume to nodes in one of \
+         Cinder's zones, or add the zone to Cinder",
+        words::plural(asked.len()),
+        words::quoted(asked)
+    )
+}
+
+impl Display for TokenProblem {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotIssued => f.write_str("not issued by this driver"),
+            Self::OtherListing => f.write_str("issued by a different List call"),
+            Self::DamagedCloud => f.write_str("damaged cloud name"),
+            Self::UnknownCloud(name) => write!(f, "cloud {name:?} is not configured"),
+        }
+    }
+}
+
 impl From<Error> for Status {
     fn from(err: Error) -> Self {
         let status = Status::new(code_of(&err), message_of(&err));
@@ -108,44 +226,4 @@ impl From<Error> for Status {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cloud::{RequestId, Resource};
-
-    #[test]
-    fn codes() {
-        assert_eq!(code_of(&Error::Busy { key: "v".into() }), Code::Aborted);
-        assert_eq!(
-            code_of(&Error::Cloud(CloudError::OverLimit {
-                message: "q".into(),
-                request_id: RequestId::default()
-            })),
-            Code::ResourceExhausted
-        );
-        assert_eq!(
-            code_of(&Error::Cloud(CloudError::not_found(Resource::Volume, "x"))),
-            Code::NotFound
-        );
-        assert_eq!(
-            code_of(&Error::Cloud(CloudError::WaitTimeout {
-                resource: Resource::Volume,
-                id: "x".into(),
-                wanted: "available".into(),
-                last_status: "creating".into()
-            })),
-            Code::Aborted
-        );
-    }
-
-    #[test]
-    fn message_has_cause_chain() {
-        let err = Error::Host(HostError::Io {
-            op: "mkdir",
-            path: "/x".into(),
-            source: std::io::Error::from_raw_os_error(13),
-        });
-        let msg = message_of(&err);
-        assert!(msg.starts_with("mkdir /x: "), "{msg}");
-        assert!(msg.contains("ermission denied"), "{msg}");
-    }
-}
+mod tests;

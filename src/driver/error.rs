@@ -1,73 +1,164 @@
-//! Semantic errors of the driver core. `csi::status` maps each to exactly one gRPC code;
-//! nothing below `csi` builds a gRPC status.
+//! Semantic errors of the driver core, as data: the ids, paths, statuses, sizes and keys
+//! involved, never prose. `csi::status` maps each variant to exactly one gRPC code and words
+//! it; its `Display` is implemented there as well, so `to_string()` anywhere gives the text
+//! the caller gets. Nothing below `csi` builds a message or a gRPC status.
+
+mod mismatch;
+mod node;
+mod refusal;
+mod request;
 
 use std::path::PathBuf;
 
-use crate::cloud::CloudError;
+use crate::cloud::{CloudError, VolumeStatus};
 use crate::host::HostError;
 use crate::metadata::MetadataError;
 
-#[derive(Debug, thiserror::Error)]
+pub use mismatch::{Mismatch, VolumeDiff};
+pub use node::{NodeRefusal, NotAtPath, PathRole};
+pub use refusal::{Change, Cleanup, Failure, Named, Refusal};
+pub use request::{Invalid, ParamClass, Range, Unsupported};
+
+#[derive(Debug)]
 pub enum Error {
-    /// The request is malformed; the message says which field and how to fix it.
-    #[error("{0}")]
-    InvalidArgument(String),
-    #[error("volume {id} not found")]
-    VolumeNotFound { id: String },
-    #[error("snapshot {id} not found")]
-    SnapshotNotFound { id: String },
-    #[error("node {id} not found")]
-    NodeNotFound { id: String },
-    #[error("path {} not found", path.display())]
-    PathNotFound { path: PathBuf },
-    /// Something is at `path`, but it is not volume `id` (NodeGetVolumeStats).
-    #[error("volume {id} is not staged or published at {}: {reason}", path.display())]
+    /// The request is malformed.
+    Invalid(Invalid),
+    VolumeNotFound {
+        id: String,
+    },
+    SnapshotNotFound {
+        id: String,
+    },
+    NodeNotFound {
+        id: String,
+    },
+    PathNotFound {
+        path: PathBuf,
+    },
+    /// Something is at `path`, but it is not volume `id`.
     VolumeNotAtPath {
         id: String,
         path: PathBuf,
-        reason: String,
+        why: NotAtPath,
     },
-    #[error("{0}")]
-    AlreadyExists(String),
-    /// The request is valid but the system is not in a state to honour it.
-    #[error("{0}")]
-    FailedPrecondition(String),
-    #[error("{0}")]
-    OutOfRange(String),
-    #[error("{0}")]
-    ResourceExhausted(String),
+    /// An object exists under the request's name or at its path, but not as asked.
+    Mismatch(Mismatch),
+    /// The cloud's objects are not in a state to honour the request.
+    Refused(Refusal),
+    /// The node's paths, mounts or devices do not allow the request.
+    NodeRefused(NodeRefusal),
+    OutOfRange(Range),
+    /// No Cinder zone satisfies the requisite topology, which names the zones `asked`
+    /// (none: it names no zone); `known` are Cinder's.
+    NoZone {
+        asked: Vec<String>,
+        known: Vec<String>,
+    },
     /// Another operation on the same object is in flight.
-    #[error("an operation on {key} is already in progress; retry later")]
-    Busy { key: String },
-    /// A wait ran out of time; retrying later is expected to succeed.
-    #[error("{0}")]
-    Aborted(String),
-    #[error("{0}")]
-    Unavailable(String),
-    #[error("{0}")]
-    Unimplemented(String),
-    #[error("{0}")]
-    Internal(String),
-    #[error(transparent)]
-    Cloud(#[from] CloudError),
-    #[error(transparent)]
-    Host(#[from] HostError),
-    #[error(transparent)]
-    Metadata(#[from] MetadataError),
+    Busy {
+        key: String,
+    },
+    /// The volume kept changing state through every retry of one RPC.
+    KeptChanging {
+        id: String,
+        status: VolumeStatus,
+    },
+    /// A `starting_token` this driver did not issue for this listing.
+    BadToken {
+        token: String,
+        why: TokenProblem,
+    },
+    /// Volume `id` is staged, but growing its filesystem failed; the mount stays (kubelet
+    /// must keep the volume staged in its books, so this is a code it retries).
+    GrowFailed {
+        id: String,
+        staging: PathBuf,
+        source: Box<Error>,
+    },
+    /// The device is `size` bytes, less than `required`: the resize has not reached the node.
+    ResizePending {
+        id: String,
+        device: PathBuf,
+        size: u64,
+        required: u64,
+    },
+    Failed(Failure),
+    /// The blocking task running a node RPC panicked or was cancelled.
+    TaskFailed {
+        task: Task,
+        source: tokio::task::JoinError,
+    },
+    Cloud(CloudError),
+    Host(HostError),
+    Metadata(MetadataError),
 }
 
-impl Error {
-    pub fn invalid(msg: impl Into<String>) -> Self {
-        Self::InvalidArgument(msg.into())
-    }
+/// Why a listing token is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenProblem {
+    NotIssued,
+    /// Issued by the other List call.
+    OtherListing,
+    DamagedCloud,
+    UnknownCloud(String),
+}
 
-    pub fn precondition(msg: impl Into<String>) -> Self {
-        Self::FailedPrecondition(msg.into())
-    }
+/// Which node task failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Task {
+    Operation,
+    Stats,
+}
 
-    pub fn internal(msg: impl Into<String>) -> Self {
-        Self::Internal(msg.into())
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            // The adapters' errors stand for themselves: their causes are ours.
+            Self::Cloud(e) => e.source(),
+            Self::Host(e) => e.source(),
+            Self::Metadata(e) => e.source(),
+            Self::GrowFailed { source, .. } => Some(source.as_ref()),
+            Self::TaskFailed { source, .. } => Some(source),
+            Self::Invalid(_)
+            | Self::VolumeNotFound { .. }
+            | Self::SnapshotNotFound { .. }
+            | Self::NodeNotFound { .. }
+            | Self::PathNotFound { .. }
+            | Self::VolumeNotAtPath { .. }
+            | Self::Mismatch(_)
+            | Self::Refused(_)
+            | Self::NodeRefused(_)
+            | Self::OutOfRange(_)
+            | Self::NoZone { .. }
+            | Self::Busy { .. }
+            | Self::KeptChanging { .. }
+            | Self::BadToken { .. }
+            | Self::ResizePending { .. }
+            | Self::Failed(_) => None,
+        }
     }
+}
+
+macro_rules! from {
+    ($($ty:ty => $variant:ident),* $(,)?) => {$(
+        impl From<$ty> for Error {
+            fn from(e: $ty) -> Self {
+                Self::$variant(e)
+            }
+        }
+    )*};
+}
+
+from! {
+    Invalid => Invalid,
+    Mismatch => Mismatch,
+    Refusal => Refused,
+    NodeRefusal => NodeRefused,
+    Range => OutOfRange,
+    Failure => Failed,
+    CloudError => Cloud,
+    HostError => Host,
+    MetadataError => Metadata,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

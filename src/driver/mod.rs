@@ -8,5 +8,8 @@ pub mod node;
 pub mod probe;
 pub mod types;
 
-pub use error::{Error, Result};
+pub use error::{
+    Change, Cleanup, Error, Failure, Invalid, Mismatch, Named, NodeRefusal, NotAtPath, ParamClass,
+    PathRole, Range, Refusal, Result, Task, TokenProblem, Unsupported, VolumeDiff,
+};
 pub use inflight::{InFlight, InFlightGuard};

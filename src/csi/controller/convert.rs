@@ -4,7 +4,7 @@ use crate::csi::convert::{required, topology_to_pb};
 use crate::csi::pb;
 use crate::driver::controller::{Condition, ContentSource, SnapshotInfo, VolumeEntry, VolumeInfo};
 use crate::driver::types::ZONE_TOPOLOGY_KEY;
-use crate::driver::{Error, Result};
+use crate::driver::{Invalid, Result};
 
 /// `volume_content_source`: exactly one of snapshot / volume, with a non-empty id.
 pub fn content_source(src: Option<&pb::VolumeContentSource>) -> Result<Option<ContentSource>> {
@@ -19,11 +19,7 @@ pub fn content_source(src: Option<&pb::VolumeContentSource>) -> Result<Option<Co
         Some(Type::Volume(v)) => ContentSource::Volume(
             required(&v.volume_id, "volume_content_source.volume.volume_id")?.to_string(),
         ),
-        None => {
-            return Err(Error::invalid(
-                "volume_content_source is set but names neither a snapshot nor a volume",
-            ))
-        }
+        None => return Err(Invalid::EmptyContentSource.into()),
     }))
 }
 
@@ -96,11 +92,7 @@ pub fn snapshot_to_pb(s: &SnapshotInfo) -> pb::Snapshot {
 
 /// `max_entries`: MUST NOT be negative; 0 = no limit.
 pub fn max_entries(n: i32) -> Result<u32> {
-    u32::try_from(n).map_err(|_| {
-        Error::invalid(format!(
-            "max_entries {n} is negative; use 0 for no limit or a positive page size"
-        ))
-    })
+    u32::try_from(n).map_err(|_| Invalid::NegativeMaxEntries { n }.into())
 }
 
 /// An optional string field: empty means unset.

@@ -6,10 +6,11 @@
 //! mounts those without journal recovery).
 
 use crate::driver::types::{AccessMode, VolumeCapability};
+use crate::driver::Unsupported;
 
 /// Why `cap` cannot be served by a volume whose type has (or lacks) `multiattach`; `None`
-/// when it can. The message says what to change.
-pub fn unsupported_capability(cap: &VolumeCapability, multiattach: bool) -> Option<String> {
+/// when it can.
+pub fn unsupported_capability(cap: &VolumeCapability, multiattach: bool) -> Option<Unsupported> {
     let mode = cap.access_mode;
     if !mode.is_multi_node() {
         return None;
@@ -19,19 +20,10 @@ pub fn unsupported_capability(cap: &VolumeCapability, multiattach: bool) -> Opti
         AccessMode::MultiNodeMultiWriter | AccessMode::MultiNodeSingleWriter
     );
     if writer && !cap.access_type.is_block() {
-        return Some(format!(
-            "access mode {} needs volumeMode: Block; a filesystem mounted on several nodes \
-             while one writes is corrupted (use ReadWriteOnce for a filesystem, or \
-             ReadOnlyMany to share it read-only)",
-            mode.as_str()
-        ));
+        return Some(Unsupported::MultiWriterMount { mode });
     }
     if !multiattach {
-        return Some(format!(
-            "access mode {} needs a Cinder volume type with multiattach (extra spec \
-             multiattach=\"<is> True\"); set the StorageClass parameter \"type\" to such a type",
-            mode.as_str()
-        ));
+        return Some(Unsupported::NoMultiattach { mode });
     }
     None
 }
@@ -80,9 +72,10 @@ mod tests {
             AccessMode::MultiNodeSingleWriter,
             AccessMode::MultiNodeMultiWriter,
         ] {
-            assert!(unsupported_capability(&cap(m, false), true)
-                .unwrap()
-                .contains("Block"));
+            assert_eq!(
+                unsupported_capability(&cap(m, false), true),
+                Some(Unsupported::MultiWriterMount { mode: m })
+            );
             assert_eq!(unsupported_capability(&cap(m, true), true), None);
             assert!(unsupported_capability(&cap(m, true), false).is_some());
         }

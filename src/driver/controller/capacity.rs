@@ -5,7 +5,7 @@ use super::capabilities::{unsupported_capability, wants_multi_node};
 use super::{CapacityInfo, Controller, GetCapacity};
 use crate::cloud::{Cloud, GIB};
 use crate::driver::types::topology_value;
-use crate::driver::{Error, Result};
+use crate::driver::{Refusal, Result};
 
 /// Cinder's smallest volume: the `minimum_volume_size` we report.
 pub const MINIMUM_VOLUME_BYTES: u64 = GIB;
@@ -19,10 +19,7 @@ impl Controller {
         let mut all = self.clouds.iter();
         match (all.next(), all.next()) {
             (Some(only), None) => Ok(only),
-            _ => Err(Error::precondition(
-                "GetCapacity has no secrets to choose among several clouds and no default \
-                 cloud ([Global]) is configured",
-            )),
+            _ => Err(Refusal::NoCapacityCloud.into()),
         }
     }
 

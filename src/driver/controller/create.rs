@@ -16,7 +16,7 @@ use crate::cloud::{
     VolumeStatus, VolumeType, VolumeWait, GIB,
 };
 use crate::driver::types::{round_up_gib, CapacityRange, Topology, ZONE_TOPOLOGY_KEY};
-use crate::driver::{Error, Result};
+use crate::driver::{Cleanup, Error, Failure, Invalid, ParamClass, Range, Refusal, Result};
 
 /// Description Cinder shows for volumes we create (upstream's text: operators grep for it).
 pub const VOLUME_DESCRIPTION: &str = "Created by OpenStack Cinder CSI driver";
@@ -42,19 +42,19 @@ pub fn size_for(range: CapacityRange, min_gib: u64) -> Result<u64> {
     let size = wanted.max(min_gib);
     super::validate::size_gib(size)?;
     if range.limit_bytes != 0 && size * GIB > range.limit_bytes {
-        return Err(Error::OutOfRange(if size > wanted {
-            format!(
-                "the source is {size} GiB, larger than capacity_range limit_bytes {}",
-                range.limit_bytes
-            )
+        let limit_bytes = range.limit_bytes;
+        return Err(if size > wanted {
+            Range::SourceOverLimit {
+                gib: size,
+                limit_bytes,
+            }
         } else {
-            format!(
-                "Cinder sizes are whole GiB: {size} GiB exceeds capacity_range limit_bytes {}; \
-                 raise the limit to at least {}",
-                range.limit_bytes,
-                size * GIB
-            )
-        }));
+            Range::OverLimit {
+                gib: size,
+                limit_bytes,
+            }
+        }
+        .into());
     }
     Ok(size)
 }
@@ -65,7 +65,7 @@ fn zone_of(t: &Topology) -> Option<&str> {
 
 impl Controller {
     pub async fn create_volume(&self, req: CreateVolume) -> Result<VolumeInfo> {
-        validate::name("volume", &req.name)?;
+        validate::name(Resource::Volume, &req.name)?;
         validate::fs_types(&req.capabilities)?;
         validate::size_gib(round_up_gib(req.capacity.required_bytes))?;
         let cloud = self.cloud(&req.cloud)?;
@@ -126,7 +126,7 @@ impl Controller {
             };
             for cap in &req.capabilities {
                 if let Some(why) = unsupported_capability(cap, multiattach) {
-                    return Err(Error::invalid(why));
+                    return Err(Invalid::Capability(why).into());
                 }
             }
         }
@@ -154,6 +154,12 @@ impl Controller {
             source,
             scheduler_hints: Default::default(),
         };
+        // CSI: mutable_parameters win over parameters, so that is where the type came from.
+        let class = if req.mutable.volume_type.is_some() {
+            ParamClass::VolumeAttributesClass
+        } else {
+            ParamClass::StorageClass
+        };
         cloud
             .volumes
             .create_volume(&new)
@@ -162,9 +168,7 @@ impl Controller {
                 CloudError::NotFound {
                     resource: Resource::VolumeType,
                     id,
-                } => Error::invalid(format!(
-                    "StorageClass parameter \"type\" names volume type {id:?}, which does not exist"
-                )),
+                } => Invalid::TypeParamUnknown { class, name: id }.into(),
                 CloudError::NotFound {
                     resource: Resource::Snapshot | Resource::Backup,
                     id,
@@ -211,10 +215,10 @@ impl Controller {
             .get_volume_type(name_or_id)
             .await
             .map_err(|e| match e {
-                CloudError::NotFound { .. } => Error::invalid(format!(
-                    "volume type {name_or_id:?} does not exist in Cinder; fix the \"type\" \
-                     parameter"
-                )),
+                CloudError::NotFound { .. } => Invalid::UnknownVolumeType {
+                    name: name_or_id.to_string(),
+                }
+                .into(),
                 other => Error::Cloud(other),
             })
     }
@@ -236,10 +240,11 @@ impl Controller {
                     .await
                     .map_err(|e| super::volume_error(id, e))?;
                 if v.status.is_error() {
-                    return Err(Error::precondition(format!(
-                        "source volume {id} is in status {}; it cannot be cloned",
-                        v.status
-                    )));
+                    return Err(Refusal::SourceVolumeFailed {
+                        id: id.clone(),
+                        status: v.status,
+                    }
+                    .into());
                 }
                 if v.status.is_transitional() {
                     v = cloud
@@ -266,11 +271,13 @@ impl Controller {
                 };
                 let c = match c.status {
                     CopyStatus::Available => c,
-                    ref st if st.is_error() => {
-                        return Err(Error::precondition(format!(
-                            "source {} {id} is in status {st}; it cannot be restored",
-                            kind.as_str()
-                        )))
+                    st if st.is_error() => {
+                        return Err(Refusal::SourceCopyFailed {
+                            kind,
+                            id: id.clone(),
+                            status: st,
+                        }
+                        .into())
                     }
                     _ => {
                         copies
@@ -297,7 +304,7 @@ impl Controller {
         deadline: Instant,
     ) -> Result<Volume> {
         let failed = if v.status.is_error() {
-            Some((v.status.to_string(), None))
+            Some((v.status.clone(), None))
         } else if is_creating(&v.status) {
             match cloud
                 .volumes
@@ -305,7 +312,9 @@ impl Controller {
                 .await
             {
                 Ok(v) => return Ok(v),
-                Err(CloudError::ErrorState { status, reason, .. }) => Some((status, reason)),
+                Err(CloudError::ErrorState { status, reason, .. }) => {
+                    Some((VolumeStatus::parse(&status), reason))
+                }
                 Err(e) => return Err(e.into()),
             }
         } else {
@@ -314,30 +323,31 @@ impl Controller {
         let Some((status, reason)) = failed else {
             return Ok(v);
         };
-        let why = reason.map(|r| format!(": {r}")).unwrap_or_default();
         // Only a failed creation is ours to delete: plain `error`, tagged for this cluster,
         // never attached. Other error states (error_extending, error_restoring,
         // error_backing-up, …) belong to a volume that may hold data.
-        let failed_creation = VolumeStatus::parse(&status) == VolumeStatus::Error
-            && self.is_ours(&v)
-            && v.attachments.is_empty();
+        let failed_creation =
+            status == VolumeStatus::Error && self.is_ours(&v) && v.attachments.is_empty();
         if !failed_creation {
-            return Err(Error::precondition(format!(
-                "volume {} ({name:?}) is in status {status}{why}; it may hold data, so it is not \
-                 deleted automatically: inspect it, then delete it (or reset its state) and \
-                 retry",
-                v.id
-            )));
+            return Err(Refusal::MayHoldData {
+                id: v.id,
+                name: name.to_string(),
+                status,
+                reason,
+            }
+            .into());
         }
         let cleanup = match cloud.volumes.delete_volume(&v.id, false).await {
-            Ok(()) | Err(CloudError::NotFound { .. }) => {
-                "it was deleted; a retry creates a new one".to_string()
-            }
-            Err(e) => format!("deleting it failed too ({e}); a retry deletes it again"),
+            Ok(()) | Err(CloudError::NotFound { .. }) => Cleanup::Deleted,
+            Err(e) => Cleanup::DeleteFailed(Box::new(e)),
         };
-        Err(Error::internal(format!(
-            "volume {} ({name:?}) went into status {status}{why}; {cleanup}",
-            v.id
-        )))
+        Err(Failure::Creation {
+            id: v.id,
+            name: name.to_string(),
+            status,
+            reason,
+            cleanup,
+        }
+        .into())
     }
 }

@@ -12,7 +12,7 @@ use super::source_tag::recorded_source;
 use super::{ContentSource, Controller, CreateVolume};
 use crate::cloud::{Cloud, PageRequest, Volume, VolumeFilter, VolumeStatus};
 use crate::driver::types::{topology_value, CapacityRange, Topology, ZONE_TOPOLOGY_KEY};
-use crate::driver::{Error, Result};
+use crate::driver::{Error, Mismatch, Named, Refusal, Result, VolumeDiff};
 
 /// Whether an existing volume satisfies the requested capacity range.
 fn fits(range: CapacityRange, v: &Volume) -> bool {
@@ -81,28 +81,21 @@ impl Controller {
         match ours.len() {
             0 => match foreign.first() {
                 None => Ok(None),
-                Some(v) => Err(Error::AlreadyExists(format!(
-                    "a volume named {name:?} already exists ({}) but was not created by this \
-                     driver for cluster {:?} (its metadata {CLUSTER_KEY} is {}); it is not \
-                     adopted: rename or delete it",
-                    v.id,
-                    self.opts.cluster,
-                    v.metadata
-                        .get(CLUSTER_KEY)
-                        .map(|c| format!("{c:?}"))
-                        .unwrap_or_else(|| "missing".into())
-                ))),
+                Some(v) => Err(Mismatch::ForeignVolume {
+                    name: name.to_string(),
+                    id: v.id.clone(),
+                    cluster: self.opts.cluster.clone(),
+                    tag: v.metadata.get(CLUSTER_KEY).cloned(),
+                }
+                .into()),
             },
             1 => Ok(ours.pop()),
-            _ => {
-                let ids: Vec<&str> = ours.iter().map(|v| v.id.as_str()).collect();
-                Err(Error::precondition(format!(
-                    "{} volumes are named {name:?} ({}); delete the extra ones so the name \
-                     identifies one volume",
-                    ids.len(),
-                    ids.join(", ")
-                )))
+            _ => Err(Refusal::SameName {
+                what: Named::Volume,
+                name: name.to_string(),
+                ids: ours.into_iter().map(|v| v.id).collect(),
             }
+            .into()),
         }
     }
 
@@ -114,24 +107,26 @@ impl Controller {
         req: &CreateVolume,
         volume_type: Option<&str>,
     ) -> Result<()> {
-        let exists = |what: String| {
-            Error::AlreadyExists(format!(
-                "volume {:?} already exists as {} but {what}; use another name or delete it",
-                req.name, v.id
-            ))
+        let exists = |diff: VolumeDiff| -> Error {
+            Mismatch::Volume {
+                name: req.name.clone(),
+                id: v.id.clone(),
+                diff,
+            }
+            .into()
         };
         if !fits(req.capacity, v) {
-            return Err(exists(format!(
-                "its size {} GiB does not fit capacity_range (required {}, limit {})",
-                v.size_gib, req.capacity.required_bytes, req.capacity.limit_bytes
-            )));
+            return Err(exists(VolumeDiff::Size {
+                size_gib: v.size_gib,
+                capacity: req.capacity,
+            }));
         }
         if !same_source(v, req.source.as_ref()) {
-            return Err(exists("its content source differs".into()));
+            return Err(exists(VolumeDiff::Source));
         }
         for cap in &req.capabilities {
             if let Some(why) = unsupported_capability(cap, v.multiattach) {
-                return Err(exists(format!("it cannot serve the capability: {why}")));
+                return Err(exists(VolumeDiff::Capability(why)));
             }
         }
         if let Some(want) = volume_type {
@@ -140,7 +135,10 @@ impl Controller {
                 // The request may name the type by id; Cinder reports the name.
                 let t = self.resolve_type(cloud, want).await?;
                 if t.name != have && t.id != have {
-                    return Err(exists(format!("its volume type is {have:?}, not {want:?}")));
+                    return Err(exists(VolumeDiff::Type {
+                        have: have.to_string(),
+                        want: want.to_string(),
+                    }));
                 }
             }
         }
@@ -149,11 +147,11 @@ impl Controller {
             let zones: Vec<&str> = req.topology.requisite.iter().filter_map(zone_of).collect();
             let have = topology_value(&v.availability_zone);
             if !zones.is_empty() && !zones.contains(&have.as_str()) {
-                return Err(exists(format!(
-                    "its availability zone {:?} (topology {have:?}) is not among the requisite \
-                     zones {zones:?}",
-                    v.availability_zone
-                )));
+                return Err(exists(VolumeDiff::Zone {
+                    zone: v.availability_zone.clone(),
+                    topology: have,
+                    requisite: zones.into_iter().map(str::to_string).collect(),
+                }));
             }
         }
         Ok(())

@@ -10,7 +10,7 @@ use super::{Controller, DeleteVolume};
 use crate::cloud::{
     Cloud, CloudError, CopyFilter, CopyKind, PageRequest, VolumeStatus, VolumeWait,
 };
-use crate::driver::{Error, Result};
+use crate::driver::{Error, Refusal, Result};
 
 impl Controller {
     pub async fn delete_volume(&self, req: DeleteVolume) -> Result<()> {
@@ -44,13 +44,11 @@ impl Controller {
         }
         for _ in 0..MAX_STATE_RETRIES {
             if !v.attachments.is_empty() || v.status == VolumeStatus::InUse {
-                let servers: Vec<&str> =
-                    v.attachments.iter().map(|a| a.server_id.as_str()).collect();
-                return Err(Error::precondition(format!(
-                    "volume {id} is attached to node(s) {}; it must be unpublished \
-                     (ControllerUnpublishVolume) before it can be deleted",
-                    servers.join(", ")
-                )));
+                return Err(Refusal::Attached {
+                    id: id.to_string(),
+                    nodes: v.attachments.iter().map(|a| a.server_id.clone()).collect(),
+                }
+                .into());
             }
             if v.status == VolumeStatus::Deleting {
                 return until_deleted(cloud, id, deadline).await;
@@ -87,10 +85,10 @@ impl Controller {
                 Err(e) => return Err(e.into()),
             }
         }
-        Err(Error::Aborted(format!(
-            "volume {id} kept changing state (now {}); retry later",
-            v.status
-        )))
+        Err(Error::KeptChanging {
+            id: id.to_string(),
+            status: v.status,
+        })
     }
 
     /// Cinder refused a delete of a stable, detached volume: almost always its snapshots.
@@ -104,15 +102,16 @@ impl Controller {
             .list_copies(CopyKind::Snapshot, &filter, &PageRequest::default())
             .await
         {
-            Ok(page) if !page.items.is_empty() => {
-                let ids: Vec<&str> = page.items.iter().map(|s| s.id.as_str()).collect();
-                Error::precondition(format!(
-                    "volume {id} has snapshots ({}); delete them first, or set \
-                     [BlockStorage] cascade-delete = true to delete them with the volume",
-                    ids.join(", ")
-                ))
+            Ok(page) if !page.items.is_empty() => Refusal::HasSnapshots {
+                id: id.to_string(),
+                snapshots: page.items.into_iter().map(|s| s.id).collect(),
             }
-            _ => Error::precondition(format!("Cinder refused to delete volume {id}: {message}")),
+            .into(),
+            _ => Refusal::DeleteRefused {
+                id: id.to_string(),
+                message: message.to_string(),
+            }
+            .into(),
         }
     }
 }

@@ -5,23 +5,22 @@ use super::waits::{wait_deadline, Refusals, MAX_STATE_RETRIES};
 use super::{volume_error, Controller, ExpandVolume, Expanded};
 use crate::cloud::{CloudError, VolumeStatus, VolumeWait, GIB};
 use crate::driver::types::round_up_gib;
-use crate::driver::{Error, Result};
+use crate::driver::{Change, Error, Invalid, Range, Refusal, Result};
 
 impl Controller {
     pub async fn expand_volume(&self, req: ExpandVolume) -> Result<Expanded> {
         let id = req.volume_id.as_str();
         if req.capacity.required_bytes == 0 {
-            return Err(Error::invalid(
-                "capacity_range.required_bytes is required: the size to expand to",
-            ));
+            return Err(Invalid::NoExpandSize.into());
         }
         let new_gib = round_up_gib(req.capacity.required_bytes);
         super::validate::size_gib(new_gib)?;
         if req.capacity.limit_bytes != 0 && new_gib * GIB > req.capacity.limit_bytes {
-            return Err(Error::OutOfRange(format!(
-                "Cinder sizes are whole GiB: {new_gib} GiB exceeds capacity_range limit_bytes {}",
-                req.capacity.limit_bytes
-            )));
+            return Err(Range::OverLimit {
+                gib: new_gib,
+                limit_bytes: req.capacity.limit_bytes,
+            }
+            .into());
         }
         // CSI: "if volume is being used as a block device - the SP MAY set
         // node_expansion_required to false"; unknown usage is treated as a filesystem.
@@ -42,7 +41,11 @@ impl Controller {
             .map_err(|e| volume_error(id, e))?;
         if let Some(cap) = &req.capability {
             if let Some(why) = super::unsupported_capability(cap, v.multiattach) {
-                return Err(Error::invalid(format!("volume {id}: {why}")));
+                return Err(Invalid::VolumeCapability {
+                    id: id.to_string(),
+                    why,
+                }
+                .into());
             }
         }
         let mut refusals = Refusals::default();
@@ -67,15 +70,11 @@ impl Controller {
                     continue;
                 }
                 s => {
-                    return Err(Error::precondition(format!(
-                        "volume {id} is in status {s}; Cinder extends only available or in-use \
-                         volumes{}",
-                        if s.is_error() {
-                            " (an operator must reset its state)"
-                        } else {
-                            ""
-                        }
-                    )))
+                    return Err(Refusal::CannotExtend {
+                        id: id.to_string(),
+                        status: s.clone(),
+                    }
+                    .into())
                 }
             };
             match volumes.extend_volume(id, new_gib, online).await {
@@ -91,18 +90,21 @@ impl Controller {
                         .await
                         .map_err(|e| volume_error(id, e))?;
                     if refusals.permanent(&before, &v) {
-                        return Err(Error::precondition(format!(
-                            "Cinder refused to extend volume {id} (status {}) to {new_gib} GiB: \
-                             {message}",
-                            v.status
-                        )));
+                        return Err(Refusal::ChangeRefused {
+                            id: id.to_string(),
+                            status: v.status,
+                            change: Change::Extend { gib: new_gib },
+                            message,
+                        }
+                        .into());
                     }
                 }
                 Err(CloudError::Unsupported(why)) if online => {
-                    return Err(Error::precondition(format!(
-                        "volume {id} is in use and this cloud cannot extend attached volumes \
-                         ({why}); unpublish it first"
-                    )))
+                    return Err(Refusal::OnlineExtendUnsupported {
+                        id: id.to_string(),
+                        why,
+                    }
+                    .into())
                 }
                 Err(e) => return Err(volume_error(id, e)),
             }
@@ -110,9 +112,9 @@ impl Controller {
         if v.size_gib >= new_gib && v.status != VolumeStatus::Extending {
             return Ok(done(v.size_gib));
         }
-        Err(Error::Aborted(format!(
-            "volume {id} kept changing state (now {}); retry later",
-            v.status
-        )))
+        Err(Error::KeptChanging {
+            id: id.to_string(),
+            status: v.status,
+        })
     }
 }

@@ -37,7 +37,7 @@ use std::sync::Mutex;
 use crate::cloud::{Cloud, CloudError, Clouds, Resource, Volume};
 use crate::config::BlockStorageConfig;
 use crate::driver::types::{topology_value, Topology, ZONE_TOPOLOGY_KEY};
-use crate::driver::{Error, InFlight, InFlightGuard, Result};
+use crate::driver::{Error, InFlight, InFlightGuard, Invalid, Result};
 
 use source_tag::recorded_source;
 use zone_cache::ZoneCache;
@@ -119,18 +119,15 @@ impl Controller {
     /// The cloud named by the request's `cloud` secret (`""` = default).
     fn cloud(&self, name: &str) -> Result<&Cloud> {
         self.clouds.get(name).ok_or_else(|| {
-            let known: Vec<String> = self.clouds.names().map(|n| format!("{n:?}")).collect();
+            let known: Vec<String> = self.clouds.names().map(str::to_string).collect();
             if name.is_empty() {
-                Error::invalid(format!(
-                    "the request has no \"cloud\" secret and no default cloud ([Global]) is \
-                     configured; set the secret to one of {}",
-                    known.join(", ")
-                ))
+                Invalid::NoDefaultCloud { known }.into()
             } else {
-                Error::invalid(format!(
-                    "secret \"cloud\" = {name:?} names no configured cloud; configured: {}",
-                    known.join(", ")
-                ))
+                Invalid::UnknownCloud {
+                    name: name.to_string(),
+                    known,
+                }
+                .into()
             }
         })
     }

@@ -8,6 +8,7 @@ use tokio::time::Instant;
 
 use super::params::{MutableParams, SnapshotParams, VolumeParams};
 use crate::driver::types::{CapacityRange, Topology, TopologyRequirement, VolumeCapability};
+use crate::driver::Unsupported;
 
 /// CSI `VolumeContentSource`. A Cinder backup is addressed as a snapshot (its id is what
 /// CreateSnapshot returned for `type: backup`).
@@ -105,8 +106,8 @@ pub struct ValidateCapabilities {
     pub cloud: String,
 }
 
-/// `Ok(())` = confirmed; `Err(message)` = not confirmed, with the reason.
-pub type Validation = std::result::Result<(), String>;
+/// `Ok(())` = confirmed; `Err(why)` = not confirmed, and why (the response's message).
+pub type Validation = std::result::Result<(), Unsupported>;
 
 #[derive(Debug, Clone)]
 pub struct GetCapacity {

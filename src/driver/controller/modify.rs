@@ -5,10 +5,8 @@
 
 use super::waits::{wait_deadline, Refusals, MAX_STATE_RETRIES};
 use super::{volume_error, Controller, ModifyVolume};
-use crate::cloud::{
-    CloudError, MigrationPolicy, Resource, Volume, VolumeStatus, VolumeType, VolumeWait,
-};
-use crate::driver::{Error, Result};
+use crate::cloud::{CloudError, Resource, Volume, VolumeStatus, VolumeType, VolumeWait};
+use crate::driver::{Change, Error, Invalid, Refusal, Result};
 
 fn has_type(v: &Volume, want: &str, resolved: Option<&VolumeType>) -> bool {
     let Some(have) = v.volume_type.as_deref() else {
@@ -48,10 +46,11 @@ impl Controller {
                 return Ok(());
             }
             if !matches!(v.status, VolumeStatus::Available | VolumeStatus::InUse) {
-                return Err(Error::precondition(format!(
-                    "volume {id} is in status {}; Cinder retypes only available or in-use volumes",
-                    v.status
-                )));
+                return Err(Refusal::CannotRetype {
+                    id: id.to_string(),
+                    status: v.status,
+                }
+                .into());
             }
             match volumes
                 .retype_volume(id, &t.name, self.opts.block_storage.retype_migration_policy)
@@ -65,17 +64,12 @@ impl Controller {
                         return Ok(());
                     }
                     // Cinder accepted the request but left the type: it needed a migration.
-                    return Err(Error::precondition(format!(
-                        "Cinder did not retype volume {id} to {:?}{}",
-                        t.name,
-                        if self.opts.block_storage.retype_migration_policy == MigrationPolicy::Never
-                        {
-                            "; the change needs a data migration, which \
-                             [BlockStorage] retype-migration-policy = never forbids"
-                        } else {
-                            "; see the Cinder volume's messages"
-                        }
-                    )));
+                    return Err(Refusal::NotRetyped {
+                        id: id.to_string(),
+                        to: t.name,
+                        policy: self.opts.block_storage.retype_migration_policy,
+                    }
+                    .into());
                 }
                 Err(CloudError::Conflict { message, .. }) => {
                     let before = v;
@@ -84,26 +78,30 @@ impl Controller {
                         .await
                         .map_err(|e| volume_error(id, e))?;
                     if refusals.permanent(&before, &v) {
-                        return Err(Error::precondition(format!(
-                            "Cinder refused to retype volume {id} (status {}) to {:?}: {message}",
-                            v.status, t.name
-                        )));
+                        return Err(Refusal::ChangeRefused {
+                            id: id.to_string(),
+                            status: v.status,
+                            change: Change::Retype { to: t.name },
+                            message,
+                        }
+                        .into());
                     }
                 }
                 Err(CloudError::NotFound {
                     resource: Resource::VolumeType,
                     ..
                 }) => {
-                    return Err(Error::invalid(format!(
-                        "volume type {want:?} does not exist in Cinder"
-                    )))
+                    return Err(Invalid::UnknownVolumeType {
+                        name: want.to_string(),
+                    }
+                    .into())
                 }
                 Err(e) => return Err(volume_error(id, e)),
             }
         }
-        Err(Error::Aborted(format!(
-            "volume {id} kept changing state (now {}); retry later",
-            v.status
-        )))
+        Err(Error::KeptChanging {
+            id: id.to_string(),
+            status: v.status,
+        })
     }
 }

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::driver::{Error, Result};
+use crate::driver::{Error, Invalid, ParamClass, Result};
 
 /// Volume metadata key carrying `--cluster`.
 pub const CLUSTER_KEY: &str = "cinder.csi.openstack.org/cluster";
@@ -44,21 +44,22 @@ fn sorted(map: &HashMap<String, String>) -> BTreeMap<&str, &str> {
     map.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
 }
 
-fn unknown_keys(what: &str, keys: &[&str], accepted: &str) -> Error {
-    let list: Vec<String> = keys.iter().map(|k| format!("{k:?}")).collect();
-    Error::invalid(format!(
-        "unknown {what} parameter{} {}; accepted keys: {accepted} (and any under {SIDECAR_PREFIX})",
-        if keys.len() == 1 { "" } else { "s" },
-        list.join(", ")
-    ))
+fn unknown_keys(class: ParamClass, keys: &[&str], accepted: &'static str) -> Error {
+    Invalid::UnknownParameters {
+        class,
+        keys: keys.iter().map(|k| k.to_string()).collect(),
+        accepted,
+    }
+    .into()
 }
 
 /// A value that must be set once: two spellings of the same key are ambiguous.
 fn set_once(slot: &mut Option<String>, key: &str, value: &str) -> Result<()> {
     if slot.is_some() {
-        return Err(Error::invalid(format!(
-            "parameter {key:?} is given twice (keys are case-insensitive); keep one"
-        )));
+        return Err(Invalid::ParameterTwice {
+            key: key.to_string(),
+        }
+        .into());
     }
     let v = value.trim();
     *slot = (!v.is_empty()).then(|| v.to_string());
@@ -110,31 +111,36 @@ impl VolumeParams {
                         .expect("matched above");
                     let v = value.trim();
                     if !v.parse::<u64>().is_ok_and(|n| n > 0) {
-                        return Err(Error::invalid(format!(
-                            "StorageClass parameter {key}={value:?} must be a positive whole number"
-                        )));
+                        return Err(Invalid::NotPositive {
+                            class: ParamClass::StorageClass,
+                            key: key.to_string(),
+                            value: value.to_string(),
+                        }
+                        .into());
                     }
                     if out
                         .format
                         .insert(canonical.to_string(), v.to_string())
                         .is_some()
                     {
-                        return Err(Error::invalid(format!(
-                            "StorageClass parameter {canonical} is given twice"
-                        )));
+                        return Err(Invalid::FormatOptionTwice { key: canonical }.into());
                     }
                 }
                 "fstype" => {
-                    return Err(Error::invalid(format!(
-                        "StorageClass parameter {key:?} is not read by CSI drivers; use \
-                         csi.storage.k8s.io/fstype (in-tree migration rewrites it that way)"
-                    )))
+                    return Err(Invalid::FsTypeParameter {
+                        key: key.to_string(),
+                    }
+                    .into())
                 }
                 _ => unknown.push(key),
             }
         }
         if !unknown.is_empty() {
-            return Err(unknown_keys("StorageClass", &unknown, Self::ACCEPTED));
+            return Err(unknown_keys(
+                ParamClass::StorageClass,
+                &unknown,
+                Self::ACCEPTED,
+            ));
         }
         Ok(out)
     }
@@ -160,9 +166,7 @@ impl MutableParams {
             match key {
                 "type" => {
                     if value.trim().is_empty() {
-                        return Err(Error::invalid(
-                            "mutable parameter \"type\" is empty; name a Cinder volume type",
-                        ));
+                        return Err(Invalid::EmptyMutableType.into());
                     }
                     out.volume_type = Some(value.trim().to_string());
                 }
@@ -171,7 +175,7 @@ impl MutableParams {
         }
         if !unknown.is_empty() {
             return Err(unknown_keys(
-                "VolumeAttributesClass",
+                ParamClass::VolumeAttributesClass,
                 &unknown,
                 Self::ACCEPTED,
             ));
@@ -226,9 +230,11 @@ fn parse_bool(key: &str, value: &str) -> Result<bool> {
     match value.trim() {
         "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(true),
         "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(false),
-        other => Err(Error::invalid(format!(
-            "parameter {key:?} = {other:?} is not a boolean; use true or false"
-        ))),
+        other => Err(Invalid::NotBoolean {
+            key: key.to_string(),
+            value: other.to_string(),
+        }
+        .into()),
     }
 }
 
@@ -257,19 +263,18 @@ impl SnapshotParams {
                         "" | "snapshot" => SnapshotKind::Snapshot,
                         "backup" => SnapshotKind::Backup,
                         other => {
-                            return Err(Error::invalid(format!(
-                                "VolumeSnapshotClass parameter \"type\" = {other:?} is not \
-                                 supported; use \"snapshot\" or \"backup\""
-                            )))
+                            return Err(Invalid::UnknownSnapshotType {
+                                value: other.to_string(),
+                            }
+                            .into())
                         }
                     }
                 }
                 "force-create" => out.force = parse_bool(key, value)?,
                 "backup-max-duration-seconds-per-gb" => {
-                    let secs: u64 = value.trim().parse().map_err(|_| {
-                        Error::invalid(format!(
-                            "parameter {key:?} = {value:?} is not a whole number of seconds"
-                        ))
+                    let secs: u64 = value.trim().parse().map_err(|_| Invalid::NotSeconds {
+                        key: key.to_string(),
+                        value: value.to_string(),
                     })?;
                     out.backup_seconds_per_gib = secs.min(MAX_BACKUP_SECONDS_PER_GIB);
                 }
@@ -282,7 +287,7 @@ impl SnapshotParams {
         }
         if !unknown.is_empty() {
             return Err(unknown_keys(
-                "VolumeSnapshotClass",
+                ParamClass::VolumeSnapshotClass,
                 &unknown,
                 Self::ACCEPTED,
             ));
@@ -356,7 +361,13 @@ mod tests {
         }
         let e = VolumeParams::parse(&map(&[("typo", "x"), ("zzz", "y")])).unwrap_err();
         let msg = e.to_string();
-        assert!(matches!(e, Error::InvalidArgument(_)));
+        assert!(matches!(
+            e,
+            Error::Invalid(Invalid::UnknownParameters {
+                class: ParamClass::StorageClass,
+                ..
+            })
+        ));
         assert!(msg.contains("\"typo\", \"zzz\""), "{msg}");
         let e = VolumeParams::parse(&map(&[("fsType", "xfs")])).unwrap_err();
         assert!(e.to_string().contains("csi.storage.k8s.io/fstype"), "{e}");
@@ -395,7 +406,7 @@ mod tests {
             ("other", "x"),
         ] {
             let e = SnapshotParams::parse(&map(&[bad])).unwrap_err();
-            assert!(matches!(e, Error::InvalidArgument(_)), "{bad:?}");
+            assert!(matches!(e, Error::Invalid(_)), "{bad:?}");
             assert!(e.to_string().contains(bad.0), "{e}");
         }
     }

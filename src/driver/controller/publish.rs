@@ -11,7 +11,7 @@ use super::params::DEVICE_PATH_KEY;
 use super::waits::{wait_deadline, Refusals, MAX_STATE_RETRIES};
 use super::{volume_error, Controller, Publish, Unpublish};
 use crate::cloud::{Cloud, CloudError, Resource, Volume, VolumeStatus, VolumeWait};
-use crate::driver::{Error, Result};
+use crate::driver::{Change, Error, Invalid, Refusal, Result};
 
 /// The publish context of an attachment; the same on every call for the same attachment.
 fn publish_context(v: &Volume, server: &str, fallback: Option<String>) -> BTreeMap<String, String> {
@@ -26,10 +26,12 @@ fn publish_context(v: &Volume, server: &str, fallback: Option<String>) -> BTreeM
 
 fn as_precondition(id: &str, e: CloudError) -> Error {
     match e {
-        CloudError::ErrorState { status, reason, .. } => Error::precondition(format!(
-            "volume {id} is in status {status}{}; it cannot be attached",
-            reason.map(|r| format!(": {r}")).unwrap_or_default()
-        )),
+        CloudError::ErrorState { status, reason, .. } => Refusal::CannotAttach {
+            id: id.to_string(),
+            status: VolumeStatus::parse(&status),
+            reason,
+        }
+        .into(),
         other => volume_error(id, other),
     }
 }
@@ -37,11 +39,7 @@ fn as_precondition(id: &str, e: CloudError) -> Error {
 impl Controller {
     pub async fn publish_volume(&self, req: Publish) -> Result<BTreeMap<String, String>> {
         if req.readonly {
-            return Err(Error::invalid(
-                "readonly publish is not supported (no PUBLISH_READONLY capability): Nova \
-                 attachments are read-write; the node mounts read-only from NodePublishVolume's \
-                 readonly flag",
-            ));
+            return Err(Invalid::ReadOnlyPublish.into());
         }
         let cloud = self.cloud(&req.cloud)?;
         let deadline = wait_deadline(req.deadline);
@@ -52,7 +50,11 @@ impl Controller {
             .await
             .map_err(|e| volume_error(id, e))?;
         if let Some(why) = unsupported_capability(&req.capability, v.multiattach) {
-            return Err(Error::invalid(format!("volume {id}: {why}")));
+            return Err(Invalid::VolumeCapability {
+                id: id.to_string(),
+                why,
+            }
+            .into());
         }
         let mut refusals = Refusals::default();
         for _ in 0..MAX_STATE_RETRIES {
@@ -67,15 +69,12 @@ impl Controller {
                 return Ok(publish_context(&v, node, None));
             }
             if v.status.is_error() {
-                return Err(as_precondition(
-                    id,
-                    CloudError::ErrorState {
-                        resource: Resource::Volume,
-                        id: id.to_string(),
-                        status: v.status.to_string(),
-                        reason: None,
-                    },
-                ));
+                return Err(Refusal::CannotAttach {
+                    id: id.to_string(),
+                    status: v.status,
+                    reason: None,
+                }
+                .into());
             }
             if v.status.is_transitional() {
                 v = volumes
@@ -84,25 +83,26 @@ impl Controller {
                     .map_err(|e| as_precondition(id, e))?;
                 continue;
             }
-            let elsewhere: Vec<&str> = v.attachments.iter().map(|a| a.server_id.as_str()).collect();
+            let elsewhere: Vec<String> =
+                v.attachments.iter().map(|a| a.server_id.clone()).collect();
             if !elsewhere.is_empty() {
                 // CSI: "already been published at another node and does not have MULTI_NODE
                 // volume capability" → FAILED_PRECONDITION. Both must allow sharing: the
                 // volume type and the access mode asked for.
                 if !v.multiattach {
-                    return Err(Error::precondition(format!(
-                        "volume {id} is published to node(s) {} and its volume type has no \
-                         multiattach; unpublish it there first",
-                        elsewhere.join(", ")
-                    )));
+                    return Err(Refusal::PublishedNoMultiattach {
+                        id: id.to_string(),
+                        nodes: elsewhere,
+                    }
+                    .into());
                 }
                 if !req.capability.access_mode.is_multi_node() {
-                    return Err(Error::precondition(format!(
-                        "volume {id} is published to node(s) {} and access mode {} is \
-                         single-node; unpublish it there first, or use a MULTI_NODE access mode",
-                        elsewhere.join(", "),
-                        req.capability.access_mode.as_str()
-                    )));
+                    return Err(Refusal::PublishedSingleNode {
+                        id: id.to_string(),
+                        nodes: elsewhere,
+                        mode: req.capability.access_mode,
+                    }
+                    .into());
                 }
             }
             match cloud.servers.attach_volume(node, id, v.multiattach).await {
@@ -129,20 +129,24 @@ impl Controller {
                         .await
                         .map_err(|e| volume_error(id, e))?;
                     if refusals.permanent(&before, &v) {
-                        return Err(Error::precondition(format!(
-                            "Nova refused to attach volume {id} (status {}) to node {node}: \
-                             {message}",
-                            v.status
-                        )));
+                        return Err(Refusal::ChangeRefused {
+                            id: id.to_string(),
+                            status: v.status,
+                            change: Change::Attach {
+                                node: node.to_string(),
+                            },
+                            message,
+                        }
+                        .into());
                     }
                 }
                 Err(e) => return Err(volume_error(id, e)),
             }
         }
-        Err(Error::Aborted(format!(
-            "volume {id} kept changing state (now {}); retry later",
-            v.status
-        )))
+        Err(Error::KeptChanging {
+            id: id.to_string(),
+            status: v.status,
+        })
     }
 
     pub async fn unpublish_volume(&self, req: Unpublish) -> Result<()> {
@@ -238,11 +242,15 @@ async fn detach(cloud: &Cloud, mut v: Volume, server: &str, deadline: Instant) -
                     Err(e) => return Err(e.into()),
                 };
                 if refusals.permanent(&before, &v) {
-                    return Err(Error::precondition(format!(
-                        "Nova refused to detach volume {id} (status {}) from node {server}: \
-                         {message}",
-                        v.status
-                    )));
+                    return Err(Refusal::ChangeRefused {
+                        id,
+                        status: v.status,
+                        change: Change::Detach {
+                            node: server.to_string(),
+                        },
+                        message,
+                    }
+                    .into());
                 }
                 continue;
             }
@@ -251,10 +259,10 @@ async fn detach(cloud: &Cloud, mut v: Volume, server: &str, deadline: Instant) -
         let until = VolumeWait::DetachedFrom(server.to_string());
         return detached(volumes.wait_volume(&id, &until, deadline).await);
     }
-    Err(Error::Aborted(format!(
-        "volume {id} kept changing state (now {}); retry later",
-        v.status
-    )))
+    Err(Error::KeptChanging {
+        id,
+        status: v.status,
+    })
 }
 
 /// How long Cinder gets to drop an attachment Nova says does not exist.

@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use super::waits::wait_deadline;
 use super::{Controller, DeleteSnapshot};
 use crate::cloud::{Cloud, CloudError, CopyKind, CopyStatus, CopyWait, VolumeCopy};
-use crate::driver::{Error, Result};
+use crate::driver::{Refusal, Result};
 
 impl Controller {
     /// CSI DeleteSnapshot: a Cinder snapshot or a backup; unknown → OK. Waits until gone.
@@ -49,10 +49,13 @@ impl Controller {
                 Ok(()) => {}
                 Err(CloudError::NotFound { .. }) => return Ok(()),
                 Err(CloudError::Conflict { message, .. }) => {
-                    return Err(Error::precondition(format!(
-                        "backup {id} (status {}) cannot be deleted: {message}",
-                        b.status
-                    )))
+                    return Err(Refusal::CopyDeleteRefused {
+                        kind: CopyKind::Backup,
+                        id: id.to_string(),
+                        status: b.status,
+                        message,
+                    }
+                    .into())
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -124,9 +127,13 @@ async fn delete_settled_snapshot(
     match copies.delete_copy(CopyKind::Snapshot, id).await {
         Ok(()) => snapshot_gone(cloud, id, deadline).await,
         Err(CloudError::NotFound { .. }) => Ok(()),
-        Err(CloudError::Conflict { message, .. }) => Err(Error::precondition(format!(
-            "snapshot {id} (status {status}) cannot be deleted: {message}"
-        ))),
+        Err(CloudError::Conflict { message, .. }) => Err(Refusal::CopyDeleteRefused {
+            kind: CopyKind::Snapshot,
+            id: id.to_string(),
+            status,
+            message,
+        }
+        .into()),
         Err(e) => Err(e.into()),
     }
 }

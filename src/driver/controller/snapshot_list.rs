@@ -7,26 +7,26 @@ use super::snapshots::{copy_info, is_temporary, listable};
 use super::tokens::{Collection, ListToken};
 use super::{Controller, ListSnapshots, SnapshotInfo, SnapshotsPage};
 use crate::cloud::{Cloud, CloudError, CopyFilter, CopyKind, CopyStatus, PageRequest};
-use crate::driver::{Error, Result};
+use crate::driver::{Error, Failure, Result};
 
 impl Controller {
     /// Look one snapshot or backup up by CSI id in `cloud`. `Err` of the inner result: it
-    /// exists but is in an error state (the status, for messages).
+    /// exists but is in an error state (that status).
     async fn find_snapshot(
         &self,
         cloud: &Cloud,
         id: &str,
-    ) -> Result<Option<std::result::Result<SnapshotInfo, String>>> {
+    ) -> Result<Option<std::result::Result<SnapshotInfo, CopyStatus>>> {
         match cloud.copies.get_copy(CopyKind::Snapshot, id).await {
             Ok(s) if is_temporary(&s) || s.status == CopyStatus::Deleting => return Ok(None),
-            Ok(s) if s.status.is_error() => return Ok(Some(Err(s.status.to_string()))),
+            Ok(s) if s.status.is_error() => return Ok(Some(Err(s.status))),
             Ok(s) => return Ok(Some(Ok(copy_info(&s)))),
             Err(CloudError::NotFound { .. }) => {}
             Err(e) => return Err(e.into()),
         }
         match cloud.copies.get_copy(CopyKind::Backup, id).await {
             Ok(b) if b.status == CopyStatus::Deleting => Ok(None),
-            Ok(b) if b.status.is_error() => Ok(Some(Err(b.status.to_string()))),
+            Ok(b) if b.status.is_error() => Ok(Some(Err(b.status))),
             Ok(b) => {
                 if b.status == CopyStatus::Available {
                     self.drop_temporary(cloud, &b).await;
@@ -44,9 +44,11 @@ impl Controller {
             match self.find_snapshot(c, id).await? {
                 Some(Ok(info)) => return Ok(info),
                 Some(Err(status)) => {
-                    return Err(Error::internal(format!(
-                        "snapshot {id} is in status {status}; it cannot be used, delete it"
-                    )))
+                    return Err(Failure::SnapshotUnusable {
+                        id: id.to_string(),
+                        status,
+                    }
+                    .into())
                 }
                 None => {}
             }

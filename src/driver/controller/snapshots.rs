@@ -15,9 +15,9 @@ use super::waits::wait_deadline;
 use super::{Controller, CreateSnapshot, SnapshotInfo};
 use crate::cloud::{
     Cloud, CloudError, CopyFilter, CopyKind, CopyStatus, CopyWait, NewBackup, NewSnapshot,
-    PageRequest, VolumeCopy, GIB,
+    PageRequest, Resource, VolumeCopy, GIB,
 };
-use crate::driver::{Error, Result};
+use crate::driver::{Cleanup, Error, Failure, Mismatch, Named, Refusal, Result};
 
 /// Bound of the set of backups whose temporary snapshot is known to be gone.
 pub(super) const MAX_CLEANED_BACKUPS: usize = 4096;
@@ -46,24 +46,30 @@ pub(super) fn listable(c: &VolumeCopy) -> bool {
     !is_temporary(c) && !c.status.is_error() && c.status != CopyStatus::Deleting
 }
 
-fn one_named<T>(
-    what: &str,
-    name: &str,
-    mut found: Vec<T>,
-    id: impl Fn(&T) -> &str,
-) -> Result<Option<T>> {
+fn one_named(what: Named, name: &str, mut found: Vec<VolumeCopy>) -> Result<Option<VolumeCopy>> {
     match found.len() {
         0 => Ok(None),
         1 => Ok(found.pop()),
-        _ => {
-            let ids: Vec<&str> = found.iter().map(&id).collect();
-            Err(Error::precondition(format!(
-                "{} {what}s are named {name:?} ({}); delete the extra ones",
-                ids.len(),
-                ids.join(", ")
-            )))
+        _ => Err(Refusal::SameName {
+            what,
+            name: name.to_string(),
+            ids: found.into_iter().map(|c| c.id).collect(),
         }
+        .into()),
     }
+}
+
+/// A snapshot or backup of ours that went into an error state, and what became of it.
+fn failed(c: &VolumeCopy, cleanup: Cleanup) -> Error {
+    Failure::Copy {
+        kind: c.kind,
+        id: c.id.clone(),
+        name: c.name.clone(),
+        volume_id: c.volume_id.clone(),
+        status: c.status.clone(),
+        cleanup,
+    }
+    .into()
 }
 
 impl Controller {
@@ -74,7 +80,7 @@ impl Controller {
     }
 
     pub async fn create_snapshot(&self, req: CreateSnapshot) -> Result<SnapshotInfo> {
-        super::validate::name("snapshot", &req.name)?;
+        super::validate::name(Resource::Snapshot, &req.name)?;
         let cloud = self.cloud(&req.cloud)?;
         match req.params.kind {
             SnapshotKind::Snapshot => self.create_plain_snapshot(cloud, &req).await,
@@ -112,10 +118,9 @@ impl Controller {
                 CloudError::NotFound { .. } => Error::VolumeNotFound {
                     id: new.volume_id.clone(),
                 },
-                CloudError::Conflict { message, .. } if !new.force => Error::precondition(format!(
-                    "{message}; to snapshot an attached volume set the VolumeSnapshotClass \
-                     parameter force-create: \"true\""
-                )),
+                CloudError::Conflict { message, .. } if !new.force => {
+                    Refusal::SnapshotNeedsForce { message }.into()
+                }
                 other => Error::Cloud(other),
             })
     }
@@ -131,12 +136,16 @@ impl Controller {
             .into_iter()
             .filter(|s| !is_temporary(s))
             .collect();
-        if let Some(s) = one_named("snapshot", &req.name, found, |s| s.id.as_str())? {
+        if let Some(s) = one_named(Named::Snapshot, &req.name, found)? {
             if s.volume_id != req.source_volume_id {
-                return Err(Error::AlreadyExists(format!(
-                    "snapshot {:?} already exists as {} of volume {}, not of {}",
-                    req.name, s.id, s.volume_id, req.source_volume_id
-                )));
+                return Err(Mismatch::CopyOfOther {
+                    kind: CopyKind::Snapshot,
+                    name: req.name.clone(),
+                    id: s.id,
+                    of: s.volume_id,
+                    wanted: req.source_volume_id.clone(),
+                }
+                .into());
             }
             if s.status.is_error() {
                 return Err(self.drop_failed_snapshot(cloud, &s).await);
@@ -161,15 +170,10 @@ impl Controller {
     /// A snapshot in an error state is deleted so a retried CreateSnapshot starts afresh.
     async fn drop_failed_snapshot(&self, cloud: &Cloud, s: &VolumeCopy) -> Error {
         let cleanup = match cloud.copies.delete_copy(CopyKind::Snapshot, &s.id).await {
-            Ok(()) | Err(CloudError::NotFound { .. }) => {
-                "it was deleted; a retry takes a new one".into()
-            }
-            Err(e) => format!("deleting it failed too ({e})"),
+            Ok(()) | Err(CloudError::NotFound { .. }) => Cleanup::Deleted,
+            Err(e) => Cleanup::DeleteFailed(Box::new(e)),
         };
-        Error::internal(format!(
-            "snapshot {} ({:?}) of volume {} went into status {}; {cleanup}",
-            s.id, s.name, s.volume_id, s.status
-        ))
+        failed(s, cleanup)
     }
 
     async fn create_backup(&self, cloud: &Cloud, req: &CreateSnapshot) -> Result<SnapshotInfo> {
@@ -177,14 +181,11 @@ impl Controller {
         let found = self
             .copies_named(cloud, CopyKind::Backup, &req.name)
             .await?;
-        if let Some(b) = one_named("backup", &req.name, found, |b| b.id.as_str())? {
+        if let Some(b) = one_named(Named::Backup, &req.name, found)? {
             return self.backup_progress(cloud, req, b).await;
         }
         if !copies.backups_supported().await? {
-            return Err(Error::precondition(
-                "this cloud has no Cinder backup service; use a VolumeSnapshotClass with type: \
-                 snapshot",
-            ));
+            return Err(Refusal::NoBackupService.into());
         }
         // Step 1: the temporary snapshot the backup is taken from.
         let temp = self
@@ -193,12 +194,14 @@ impl Controller {
             .into_iter()
             .filter(is_temporary)
             .collect();
-        let temp = match one_named("temporary snapshot", &req.name, temp, |s| s.id.as_str())? {
+        let temp = match one_named(Named::TemporarySnapshot, &req.name, temp)? {
             Some(s) if s.volume_id != req.source_volume_id => {
-                return Err(Error::AlreadyExists(format!(
-                    "a backup named {:?} is being taken of volume {}, not of {}",
-                    req.name, s.volume_id, req.source_volume_id
-                )))
+                return Err(Mismatch::BackupOfOther {
+                    name: req.name.clone(),
+                    of: s.volume_id,
+                    wanted: req.source_volume_id.clone(),
+                }
+                .into())
             }
             Some(s) if s.status.is_error() => {
                 return Err(self.drop_failed_snapshot(cloud, &s).await)
@@ -255,9 +258,7 @@ impl Controller {
             })
             .await
             .map_err(|e| match e {
-                CloudError::Unsupported(why) => Error::precondition(format!(
-                    "this cloud cannot make backups ({why}); use type: snapshot"
-                )),
+                CloudError::Unsupported(why) => Refusal::BackupsUnsupported { why }.into(),
                 other => Error::Cloud(other),
             })?;
         self.backup_progress(cloud, req, b).await
@@ -272,23 +273,22 @@ impl Controller {
         b: VolumeCopy,
     ) -> Result<SnapshotInfo> {
         if b.volume_id != req.source_volume_id {
-            return Err(Error::AlreadyExists(format!(
-                "backup {:?} already exists as {} of volume {}, not of {}",
-                req.name, b.id, b.volume_id, req.source_volume_id
-            )));
+            return Err(Mismatch::CopyOfOther {
+                kind: CopyKind::Backup,
+                name: req.name.clone(),
+                id: b.id,
+                of: b.volume_id,
+                wanted: req.source_volume_id.clone(),
+            }
+            .into());
         }
         if b.status.is_error() {
             let cleanup = match cloud.copies.delete_copy(CopyKind::Backup, &b.id).await {
-                Ok(()) | Err(CloudError::NotFound { .. }) => {
-                    "it was deleted; a retry takes a new one".to_string()
-                }
-                Err(e) => format!("deleting it failed too ({e})"),
+                Ok(()) | Err(CloudError::NotFound { .. }) => Cleanup::Deleted,
+                Err(e) => Cleanup::DeleteFailed(Box::new(e)),
             };
             self.drop_temporary(cloud, &b).await;
-            return Err(Error::internal(format!(
-                "backup {} ({:?}) of volume {} went into status {}; {cleanup}",
-                b.id, b.name, b.volume_id, b.status
-            )));
+            return Err(failed(&b, cleanup));
         }
         if b.status == CopyStatus::Available {
             self.drop_temporary(cloud, &b).await;
@@ -303,17 +303,15 @@ impl Controller {
                 .duration_since(created)
                 .unwrap_or_default();
             if age > bound {
-                return Err(Error::internal(format!(
-                    "backup {} has been {} for {}s, longer than the {}s allowed by \
-                     backup-max-duration-seconds-per-gb ({} s/GiB × {} GiB + {}s)",
-                    b.id,
-                    b.status,
-                    age.as_secs(),
-                    bound.as_secs(),
-                    req.params.backup_seconds_per_gib,
-                    b.size_gib,
-                    BACKUP_BASE_SECONDS
-                )));
+                return Err(Failure::BackupStuck {
+                    id: b.id,
+                    status: b.status,
+                    age_secs: age.as_secs(),
+                    bound_secs: bound.as_secs(),
+                    secs_per_gib: req.params.backup_seconds_per_gib,
+                    size_gib: b.size_gib,
+                }
+                .into());
             }
         }
         Ok(copy_info(&b))

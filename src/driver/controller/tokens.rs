@@ -6,7 +6,7 @@
 //! Format: `cc1.<collection>.<hex(cloud name)>.<marker>`; the marker may be empty (start of
 //! that collection) and is opaque (the adapter's id of the last item returned).
 
-use crate::driver::{Error, Result};
+use crate::driver::{Error, Result, TokenProblem};
 
 const PREFIX: &str = "cc1";
 
@@ -57,27 +57,25 @@ impl ListToken {
     /// Parse a `starting_token`; anything malformed, for another RPC's collections, or for a
     /// cloud not configured is Aborted (the caller restarts the listing).
     pub fn decode(token: &str, allowed: &[Collection], clouds: &[&str]) -> Result<Self> {
-        let bad = |why: &str| {
-            Error::Aborted(format!(
-                "starting_token {token:?} is not valid ({why}); start the listing again \
-                 without a token"
-            ))
+        let bad = |why: TokenProblem| Error::BadToken {
+            token: token.to_string(),
+            why,
         };
         let mut parts = token.splitn(4, '.');
         let (Some(prefix), Some(tag), Some(hex), Some(marker)) =
             (parts.next(), parts.next(), parts.next(), parts.next())
         else {
-            return Err(bad("not issued by this driver"));
+            return Err(bad(TokenProblem::NotIssued));
         };
         if prefix != PREFIX {
-            return Err(bad("not issued by this driver"));
+            return Err(bad(TokenProblem::NotIssued));
         }
         let collection = Collection::from_tag(tag)
             .filter(|c| allowed.contains(c))
-            .ok_or_else(|| bad("issued by a different List call"))?;
-        let cloud = decode_hex(hex).ok_or_else(|| bad("damaged cloud name"))?;
+            .ok_or_else(|| bad(TokenProblem::OtherListing))?;
+        let cloud = decode_hex(hex).ok_or_else(|| bad(TokenProblem::DamagedCloud))?;
         if !clouds.contains(&cloud.as_str()) {
-            return Err(bad(&format!("cloud {cloud:?} is not configured")));
+            return Err(bad(TokenProblem::UnknownCloud(cloud)));
         }
         Ok(Self {
             collection,
@@ -138,7 +136,7 @@ mod tests {
             "cc1.s..x",     // a ListSnapshots token
         ] {
             let e = ListToken::decode(bad, &vols, &clouds).unwrap_err();
-            assert!(matches!(e, Error::Aborted(_)), "{bad}: {e:?}");
+            assert!(matches!(e, Error::BadToken { .. }), "{bad}: {e:?}");
         }
         assert!(ListToken::decode("cc1.v.7231.m", &vols, &clouds).is_ok());
     }

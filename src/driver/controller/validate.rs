@@ -3,9 +3,9 @@
 //! column. Each runs before any cloud call, so a refused request changes nothing, and its
 //! message says what to send instead.
 
-use crate::cloud::GIB;
+use crate::cloud::Resource;
 use crate::driver::types::{AccessType, VolumeCapability};
-use crate::driver::{Error, Result};
+use crate::driver::{Invalid, Range, Result, Unsupported};
 use crate::host::FsKind;
 
 /// Cinder's `name` columns (volumes, snapshots, backups) are `String(255)`.
@@ -17,33 +17,29 @@ pub const MAX_VOLUME_GIB: u64 = i32::MAX as u64;
 
 /// A CSI `name` (CreateVolume, CreateSnapshot) Cinder can store and show: at most 255 bytes,
 /// no control characters (NUL included).
-pub fn name(what: &str, raw: &str) -> Result<()> {
+pub fn name(what: Resource, raw: &str) -> Result<()> {
     if raw.len() > MAX_NAME_BYTES {
-        return Err(Error::invalid(format!(
-            "{what} name is {} bytes long; Cinder stores at most {MAX_NAME_BYTES}: use a \
-             shorter name",
-            raw.len()
-        )));
+        return Err(Invalid::NameTooLong {
+            what,
+            len: raw.len(),
+            max: MAX_NAME_BYTES,
+        }
+        .into());
     }
     if let Some(c) = raw.chars().find(|c| c.is_control()) {
-        return Err(Error::invalid(format!(
-            "{what} name {raw:?} contains the control character {:?}; use printable \
-             characters only",
-            c
-        )));
+        return Err(Invalid::NameControlChar {
+            what,
+            name: raw.to_string(),
+            found: c,
+        }
+        .into());
     }
     Ok(())
 }
 
-/// The filesystems the node formats and mounts, for messages.
-fn supported_filesystems() -> String {
-    let names: Vec<&str> = FsKind::ALL.iter().map(|k| k.as_str()).collect();
-    format!("{} (empty means ext4)", names.join(", "))
-}
-
 /// Why a capability's `fs_type` cannot be served (no node can make that filesystem), or
 /// `None`. Spelled as the node reads it: case-insensitive, surrounding blanks ignored.
-pub fn unsupported_fs_type(cap: &VolumeCapability) -> Option<String> {
+pub fn unsupported_fs_type(cap: &VolumeCapability) -> Option<Unsupported> {
     let AccessType::Mount {
         fs_type: Some(fs), ..
     } = &cap.access_type
@@ -53,17 +49,15 @@ pub fn unsupported_fs_type(cap: &VolumeCapability) -> Option<String> {
     if FsKind::parse(&fs.trim().to_ascii_lowercase()).is_some() {
         return None;
     }
-    Some(format!(
-        "volume capability fs_type {fs:?} is not a filesystem this driver supports; use one \
-         of {}",
-        supported_filesystems()
-    ))
+    Some(Unsupported::FsType {
+        fs_type: fs.clone(),
+    })
 }
 
 /// Every capability's `fs_type` is supported (CreateVolume: InvalidArgument otherwise).
 pub fn fs_types(caps: &[VolumeCapability]) -> Result<()> {
     match caps.iter().find_map(unsupported_fs_type) {
-        Some(why) => Err(Error::invalid(why)),
+        Some(why) => Err(Invalid::Capability(why).into()),
         None => Ok(()),
     }
 }
@@ -71,11 +65,7 @@ pub fn fs_types(caps: &[VolumeCapability]) -> Result<()> {
 /// A size Cinder can hold (CSI: an unsupported capacity is OUT_OF_RANGE).
 pub fn size_gib(gib: u64) -> Result<()> {
     if gib > MAX_VOLUME_GIB {
-        return Err(Error::OutOfRange(format!(
-            "{gib} GiB is larger than Cinder's largest volume ({MAX_VOLUME_GIB} GiB, {} bytes); \
-             ask for less",
-            MAX_VOLUME_GIB * GIB
-        )));
+        return Err(Range::TooLarge { gib }.into());
     }
     Ok(())
 }
@@ -84,6 +74,7 @@ pub fn size_gib(gib: u64) -> Result<()> {
 mod tests {
     use super::*;
     use crate::driver::types::AccessMode;
+    use crate::driver::Error;
 
     fn mount(fs: Option<&str>) -> VolumeCapability {
         VolumeCapability {
@@ -98,10 +89,10 @@ mod tests {
 
     #[test]
     fn names_cinder_can_store() {
-        assert!(name("volume", "pvc-0d1e").is_ok());
-        assert!(name("volume", &"a".repeat(255)).is_ok());
+        assert!(name(Resource::Volume, "pvc-0d1e").is_ok());
+        assert!(name(Resource::Volume, &"a".repeat(255)).is_ok());
         // 255 bytes, not characters: "é" is two.
-        assert!(name("volume", &"é".repeat(128)).is_err());
+        assert!(name(Resource::Volume, &"é".repeat(128)).is_err());
         for bad in [
             "a".repeat(256),
             "a".repeat(10 * 1024),
@@ -110,8 +101,14 @@ mod tests {
             "line\nbreak".into(),
             "del\u{7f}".into(),
         ] {
-            let e = name("snapshot", &bad).unwrap_err();
-            assert!(matches!(e, Error::InvalidArgument(_)), "{bad:?}");
+            let e = name(Resource::Snapshot, &bad).unwrap_err();
+            assert!(
+                matches!(
+                    e,
+                    Error::Invalid(Invalid::NameTooLong { .. } | Invalid::NameControlChar { .. })
+                ),
+                "{bad:?}"
+            );
             assert!(e.to_string().starts_with("snapshot name"), "{e}");
         }
     }
@@ -134,10 +131,16 @@ mod tests {
                 continue;
             }
             let why = unsupported_fs_type(&cap).expect(bad);
-            assert!(why.contains("ext4, xfs, btrfs"), "{why}");
+            assert_eq!(
+                why,
+                Unsupported::FsType {
+                    fs_type: bad.into()
+                }
+            );
+            assert!(why.to_string().contains("ext4, xfs, btrfs"), "{why}");
             assert!(matches!(
                 fs_types(&[mount(None), cap]),
-                Err(Error::InvalidArgument(_))
+                Err(Error::Invalid(Invalid::Capability(_)))
             ));
         }
         let block = VolumeCapability {

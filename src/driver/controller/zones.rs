@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use super::Controller;
 use crate::cloud::Cloud;
 use crate::driver::types::{topology_value, TopologyRequirement, ZONE_TOPOLOGY_KEY};
-use crate::driver::{Error, Result};
+use crate::driver::{Error, Refusal, Result};
 
 /// A value the cached list cannot place refreshes the list, at most this often: a new AZ is
 /// learnt within a minute without one zone list per RPC.
@@ -112,13 +112,11 @@ impl Controller {
                 Ok(Lookup::Unlisted)
             }
             Match::Missing => Ok(Lookup::Missing(known.zones.clone())),
-            Match::Ambiguous(zones) => Err(Error::precondition(format!(
-                "topology zone {value:?} is the label form of several Cinder availability \
-                 zones ({}), so it does not say which one is meant; rename the zones so their \
-                 label forms differ, or pin the zone with the StorageClass parameter \
-                 \"availability\"",
-                quoted(&zones)
-            ))),
+            Match::Ambiguous(zones) => Err(Refusal::AmbiguousZone {
+                value: value.to_string(),
+                zones,
+            }
+            .into()),
         }
     }
 
@@ -153,35 +151,8 @@ impl Controller {
             Lookup::Missing(known) => known,
             _ => Vec::new(),
         };
-        Err(Error::ResourceExhausted(if asked.is_empty() {
-            format!(
-                "accessibility_requirements.requisite names no zone (key {ZONE_TOPOLOGY_KEY}), \
-                 so no Cinder availability zone satisfies it; the nodes must report \
-                 {ZONE_TOPOLOGY_KEY} (Cinder's zones: {})",
-                quoted(&known)
-            )
-        } else {
-            format!(
-                "no Cinder availability zone satisfies accessibility_requirements.requisite: it \
-                 allows zone{} {} and Cinder's zones are {}; schedule the volume to nodes in one \
-                 of Cinder's zones, or add the zone to Cinder",
-                if asked.len() == 1 { "" } else { "s" },
-                quoted(&asked),
-                quoted(&known)
-            )
-        }))
+        Err(Error::NoZone { asked, known })
     }
-}
-
-fn quoted(zones: &[String]) -> String {
-    if zones.is_empty() {
-        return "(none)".to_string();
-    }
-    zones
-        .iter()
-        .map(|z| format!("{z:?}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 #[cfg(test)]

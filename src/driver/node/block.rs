@@ -10,7 +10,7 @@ use super::checks::{
     inspect_cleaning, same_device, still_broken, unmount_broken, MAX_STACKED_MOUNTS,
 };
 use super::plan::StagePlan;
-use crate::driver::{Error, Result};
+use crate::driver::{Mismatch, NodeRefusal, PathRole, Result};
 use crate::host::{FileKind, Host, PathInfo, PathState};
 
 /// The file inside the staging directory that the device node is bound onto.
@@ -34,18 +34,17 @@ pub fn staged(host: &Host, staging: &Path) -> Result<Option<PathInfo>> {
 pub fn refuse_if_staged(host: &Host, p: &StagePlan, dev: &PathInfo) -> Result<()> {
     match staged(host, &p.staging)? {
         None => Ok(()),
-        Some(f) if f.rdev == dev.rdev => Err(Error::AlreadyExists(format!(
-            "volume {} is staged at {} for block access; call NodeUnstageVolume before staging \
-             it with mount access",
-            p.volume_id,
-            p.staging.display()
-        ))),
-        Some(f) => Err(Error::precondition(format!(
-            "staging path {} already holds device {} for block access; volume {} was not staged",
-            p.staging.display(),
-            f.rdev,
-            p.volume_id
-        ))),
+        Some(f) if f.rdev == dev.rdev => Err(Mismatch::StagedForBlock {
+            id: p.volume_id.clone(),
+            staging: p.staging.clone(),
+        }
+        .into()),
+        Some(f) => Err(NodeRefusal::StagingHoldsDevice {
+            staging: p.staging.clone(),
+            device: f.rdev,
+            id: p.volume_id.clone(),
+        }
+        .into()),
     }
 }
 
@@ -57,25 +56,26 @@ pub fn stage(host: &Host, p: &StagePlan, device: &Path, dev: &PathInfo) -> Resul
         PathState::Broken { errno } => return Err(still_broken(staging, errno)),
         PathState::Present(info) if info.mount_root => {
             return Err(if same_device(host, staging, &info, device, dev)? {
-                Error::AlreadyExists(format!(
-                    "volume {} is staged at {} with mount access (its filesystem is mounted \
-                     there); call NodeUnstageVolume before staging it for block access",
-                    p.volume_id,
-                    staging.display()
-                ))
+                Mismatch::StagedWithMount {
+                    id: p.volume_id.clone(),
+                    staging: staging.clone(),
+                }
+                .into()
             } else {
-                Error::precondition(format!(
-                    "staging path {} already holds another device; volume {} was not staged",
-                    staging.display(),
-                    p.volume_id
-                ))
+                NodeRefusal::StagingHoldsOther {
+                    staging: staging.clone(),
+                    id: p.volume_id.clone(),
+                    device: None,
+                }
+                .into()
             });
         }
         PathState::Present(info) if info.kind != FileKind::Dir => {
-            return Err(Error::precondition(format!(
-                "staging path {} exists and is not a directory",
-                staging.display()
-            )))
+            return Err(NodeRefusal::NotDirectory {
+                role: PathRole::Staging,
+                path: staging.clone(),
+            }
+            .into())
         }
         PathState::Present(_) => {}
     }
@@ -87,22 +87,18 @@ pub fn stage(host: &Host, p: &StagePlan, device: &Path, dev: &PathInfo) -> Resul
             return if f.kind == FileKind::Block && f.rdev == dev.rdev {
                 Ok(())
             } else {
-                Err(Error::precondition(format!(
-                    "staging path {} already holds another device ({} at {}); volume {} was \
-                     not staged",
-                    staging.display(),
-                    f.rdev,
-                    file.display(),
-                    p.volume_id
-                )))
+                Err(NodeRefusal::StagingHoldsOtherAt {
+                    staging: staging.clone(),
+                    device: f.rdev,
+                    file,
+                    id: p.volume_id.clone(),
+                }
+                .into())
             };
         }
         PathState::Present(f) if f.kind == FileKind::File => {} // left by an interrupted stage
         PathState::Present(_) | PathState::Broken { .. } => {
-            return Err(Error::precondition(format!(
-                "{} exists and is not a file this driver can bind the device onto; remove it",
-                file.display()
-            )))
+            return Err(NodeRefusal::CannotBindOnto { path: file }.into())
         }
     }
     if let Err(e) = host.mounter.bind(device, &file, p.read_only) {
@@ -132,16 +128,12 @@ pub fn unstage(host: &Host, staging: &Path) -> Result<()> {
                 host.mounter.remove(&file)?;
                 return Ok(());
             }
-            PathState::Present(_) => {
-                return Err(Error::precondition(format!(
-                    "{} is not a file this driver created; remove it by hand",
-                    file.display()
-                )))
-            }
+            PathState::Present(_) => return Err(NodeRefusal::NotOurFile { path: file }.into()),
         }
     }
-    Err(Error::precondition(format!(
-        "more than {MAX_STACKED_MOUNTS} mounts are stacked at {}; clean them up by hand",
-        file.display()
-    )))
+    Err(NodeRefusal::TooManyMounts {
+        path: file,
+        limit: MAX_STACKED_MOUNTS,
+    }
+    .into())
 }

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::driver::{Error, Result};
+use crate::driver::{Error, NodeRefusal, Result};
 use crate::host::{FileKind, Host, PathInfo, PathState};
 
 /// Upper bound on stacked mounts removed by one unstage/unpublish.
@@ -13,10 +13,10 @@ pub const MAX_STACKED_MOUNTS: usize = 8;
 pub fn block_device(host: &Host, device: &Path) -> Result<PathInfo> {
     match host.mounter.inspect(device)? {
         PathState::Present(info) if info.kind == FileKind::Block => Ok(info),
-        _ => Err(Error::precondition(format!(
-            "{} is not a block device",
-            device.display()
-        ))),
+        _ => Err(NodeRefusal::NotBlockDevice {
+            path: device.to_path_buf(),
+        }
+        .into()),
     }
 }
 
@@ -35,12 +35,11 @@ pub fn inspect_cleaning(host: &Host, path: &Path) -> Result<PathState> {
 
 /// Still broken after one mount was removed: several are stacked there.
 pub fn still_broken(path: &Path, errno: i32) -> Error {
-    Error::precondition(format!(
-        "{} is still a broken mount ({}) after unmounting one; several are stacked there: \
-         call NodeUnstageVolume to clean them up",
-        path.display(),
-        std::io::Error::from_raw_os_error(errno)
-    ))
+    NodeRefusal::StillBroken {
+        path: path.to_path_buf(),
+        errno,
+    }
+    .into()
 }
 
 /// Whether the mount at `path` (info from statx) is the filesystem on `device`. ext4/xfs

@@ -12,7 +12,7 @@ use super::model::{
 };
 use super::plan::StagePlan;
 use super::{info, params, publish, stage, stats};
-use crate::driver::{Error, InFlight, Result};
+use crate::driver::{Error, InFlight, Result, Task};
 use crate::host::Host;
 use crate::metadata::{InstanceMetadata, Metadata};
 
@@ -66,7 +66,10 @@ impl NodeCore {
             work(&host)
         })
         .await
-        .map_err(|e| Error::internal(format!("node operation task failed: {e}")))?
+        .map_err(|source| Error::TaskFailed {
+            task: Task::Operation,
+            source,
+        })?
     }
 
     pub async fn stage(&self, req: StageRequest, deadline: Instant) -> Result<()> {
@@ -121,7 +124,10 @@ impl NodeCore {
             stats::stats(&host, &id, &path)
         })
         .await
-        .map_err(|e| Error::internal(format!("node stats task failed: {e}")))?
+        .map_err(|source| Error::TaskFailed {
+            task: Task::Stats,
+            source,
+        })?
     }
 
     /// Returns the device's size in bytes after the grow.

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 
 use crate::driver::types::{AccessMode, AccessType, VolumeCapability};
-use crate::driver::{Error, Result};
+use crate::driver::{Error, Invalid, NotAtPath, ParamClass, Result};
 use crate::host::fs::FormatLimits;
 use crate::host::options::{self, OptionKind};
 use crate::host::{FormatOptions, FsKind};
@@ -28,39 +28,37 @@ pub const NAME_MAX: usize = 255;
 /// A path the CO gave us: absolute, inside the kubelet dir, with no `.`/`..` components,
 /// within Linux's length limits. (That it leads through no symlink is checked where it is
 /// used: the host resolves it beneath the kubelet dir.)
-pub fn kubelet_path(field: &str, raw: &str, kubelet_dir: &Path) -> Result<PathBuf> {
+pub fn kubelet_path(field: &'static str, raw: &str, kubelet_dir: &Path) -> Result<PathBuf> {
     if raw.is_empty() {
-        return Err(Error::invalid(format!("{field} is required")));
+        return Err(Invalid::Required { field }.into());
     }
     let longest = raw.split('/').map(str::len).max().unwrap_or(0);
     if raw.len() > PATH_MAX || longest > NAME_MAX {
-        return Err(Error::invalid(format!(
-            "{field} is {} bytes long with a name of {longest} bytes: Linux paths are at most \
-             {PATH_MAX} bytes and each name in them at most {NAME_MAX}; use a shorter path",
-            raw.len()
-        )));
+        return Err(Invalid::PathTooLong {
+            field,
+            len: raw.len(),
+            longest,
+        }
+        .into());
     }
     let path = PathBuf::from(raw);
     if !path.is_absolute() {
-        return Err(Error::invalid(format!(
-            "{field} {raw:?} must be an absolute path"
-        )));
+        return Err(Invalid::PathNotAbsolute { field, path }.into());
     }
     if raw.contains('\0')
         || path
             .components()
             .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
     {
-        return Err(Error::invalid(format!(
-            "{field} {raw:?} must not contain `.` or `..` components"
-        )));
+        return Err(Invalid::PathDots { field, path }.into());
     }
     if !path.starts_with(kubelet_dir) || path == kubelet_dir {
-        return Err(Error::invalid(format!(
-            "{field} {raw:?} is outside the kubelet directory {}; set --kubelet-dir if kubelet \
-             runs with a different root",
-            kubelet_dir.display()
-        )));
+        return Err(Invalid::PathOutsideKubelet {
+            field,
+            path,
+            kubelet_dir: kubelet_dir.to_path_buf(),
+        }
+        .into());
     }
     Ok(path)
 }
@@ -69,17 +67,20 @@ pub fn kubelet_path(field: &str, raw: &str, kubelet_dir: &Path) -> Result<PathBu
 /// driver can be (relative, or outside the kubelet dir) is NotFound, the spec's code for "the
 /// volume does not exist on volume_path" (csi-sanity sends `some/path`); a malformed one is
 /// still InvalidArgument.
-pub fn volume_path(volume_id: &str, field: &str, raw: &str, kubelet_dir: &Path) -> Result<PathBuf> {
+pub fn volume_path(
+    volume_id: &str,
+    field: &'static str,
+    raw: &str,
+    kubelet_dir: &Path,
+) -> Result<PathBuf> {
     let path = Path::new(raw);
     if !raw.is_empty() && (!path.is_absolute() || !path.starts_with(kubelet_dir)) {
         return Err(Error::VolumeNotAtPath {
             id: volume_id.to_string(),
             path: path.to_path_buf(),
-            reason: format!(
-                "volumes are staged and published only at absolute paths under the kubelet \
-                 directory {}",
-                kubelet_dir.display()
-            ),
+            why: NotAtPath::OutsideKubelet {
+                kubelet_dir: kubelet_dir.to_path_buf(),
+            },
         });
     }
     kubelet_path(field, raw, kubelet_dir)
@@ -88,13 +89,13 @@ pub fn volume_path(volume_id: &str, field: &str, raw: &str, kubelet_dir: &Path) 
 /// A volume id usable in device names: non-empty, no `/`, no control characters.
 pub fn volume_id(raw: &str) -> Result<String> {
     if raw.is_empty() {
-        return Err(Error::invalid("volume_id is required"));
+        return Err(Invalid::Required { field: "volume_id" }.into());
     }
     if raw.len() > 255 || raw.chars().any(|c| c == '/' || c.is_control()) {
-        return Err(Error::invalid(format!(
-            "volume_id {raw:?} is not a valid Cinder volume id (no `/` or control characters, \
-             at most 255 bytes)"
-        )));
+        return Err(Invalid::BadVolumeId {
+            id: raw.to_string(),
+        }
+        .into());
     }
     Ok(raw.to_string())
 }
@@ -119,11 +120,10 @@ pub fn access(cap: &VolumeCapability) -> Result<Access> {
                 cap.access_mode,
                 AccessMode::MultiNodeMultiWriter | AccessMode::MultiNodeSingleWriter
             ) {
-                return Err(Error::invalid(format!(
-                    "access mode {} cannot be used with a mounted filesystem: ext4/xfs/btrfs \
-                     must be written by one node only; use block access for multi-attach",
-                    cap.access_mode.as_str()
-                )));
+                return Err(Invalid::MountMultiWriter {
+                    mode: cap.access_mode,
+                }
+                .into());
             }
             let fs = fs_type_of(fs_type.as_deref())?;
             check_mount_flags(fs, mount_flags)?;
@@ -141,10 +141,10 @@ pub fn access(cap: &VolumeCapability) -> Result<Access> {
 pub fn check_mount_flags(fs: FsKind, flags: &[String]) -> Result<()> {
     for f in flags.iter().flat_map(|f| split_options(f)) {
         if f.chars().any(|c| c.is_control() || c.is_whitespace()) {
-            return Err(Error::invalid(format!(
-                "mount flag {f:?} in volume_capability.mount.mount_flags contains whitespace \
-                 or control characters; give each option as key or key=value"
-            )));
+            return Err(Invalid::MountFlagChars {
+                flag: f.to_string(),
+            }
+            .into());
         }
         match options::classify(fs, f) {
             OptionKind::Generic
@@ -152,18 +152,17 @@ pub fn check_mount_flags(fs: FsKind, flags: &[String]) -> Result<()> {
             | OptionKind::Security
             | OptionKind::Filesystem => {}
             OptionKind::NotAllowed => {
-                return Err(Error::invalid(format!(
-                    "mount flag {f:?} is not allowed in volume_capability.mount.mount_flags: \
-                     binds, moves, remounts, propagation and loop setup are done by the driver \
-                     itself; remove it from the StorageClass or PV mountOptions"
-                )))
+                return Err(Invalid::MountFlagNotAllowed {
+                    flag: f.to_string(),
+                }
+                .into())
             }
             OptionKind::Unknown => {
-                return Err(Error::invalid(format!(
-                    "mount flag {f:?} in volume_capability.mount.mount_flags is not a mount \
-                     option of {fs} (see mount(8) and {fs}'s own options) nor an SELinux \
-                     context option; fix or remove it in the StorageClass or PV mountOptions"
-                )))
+                return Err(Invalid::MountFlagUnknown {
+                    flag: f.to_string(),
+                    fs,
+                }
+                .into())
             }
         }
     }
@@ -209,27 +208,11 @@ pub fn fs_type_of(fs_type: Option<&str>) -> Result<FsKind> {
     match fs_type {
         None => Ok(DEFAULT_FS),
         Some(s) => FsKind::parse(&s.to_ascii_lowercase()).ok_or_else(|| {
-            Error::invalid(format!(
-                "fsType {s:?} is not supported; use {}",
-                supported_filesystems()
-            ))
+            Invalid::UnsupportedFsType {
+                fs_type: s.to_string(),
+            }
+            .into()
         }),
-    }
-}
-
-/// "ext4 (default), ext2, ext3, xfs or btrfs": the default first, then the others.
-fn supported_filesystems() -> String {
-    let others: Vec<&str> = FsKind::ALL
-        .into_iter()
-        .filter(|&k| k != DEFAULT_FS)
-        .map(FsKind::as_str)
-        .collect();
-    match others.split_last() {
-        Some((last, rest)) if !rest.is_empty() => {
-            format!("{DEFAULT_FS} (default), {} or {last}", rest.join(", "))
-        }
-        Some((last, _)) => format!("{DEFAULT_FS} (default) or {last}"),
-        None => format!("{DEFAULT_FS}"),
     }
 }
 
@@ -254,9 +237,11 @@ pub fn stage_context(ctx: &HashMap<String, String>, fs: Option<FsKind>) -> Resul
                     "true" => true,
                     "false" | "" => false,
                     _ => {
-                        return Err(Error::invalid(format!(
-                            "volume_context {key}={value:?} must be \"true\" or \"false\""
-                        )))
+                        return Err(Invalid::NotTrueOrFalse {
+                            key: key.clone(),
+                            value: value.clone(),
+                        }
+                        .into())
                     }
                 }
             }
@@ -286,33 +271,40 @@ fn number(key: &str, v: &str) -> Result<u64> {
         .ok()
         .filter(|&n| n > 0 && n <= u64::from(u32::MAX))
         .ok_or_else(|| {
-            Error::invalid(format!(
-                "volume_context {key}={v:?} must be a positive whole number"
-            ))
+            Invalid::NotPositive {
+                class: ParamClass::VolumeContext,
+                key: key.to_string(),
+                value: v.to_string(),
+            }
+            .into()
         })
 }
 
-fn pow2_in(key: &str, v: u64, lo: u64, hi: u64, fs: FsKind) -> Result<()> {
+fn pow2_in(key: &'static str, v: u64, lo: u64, hi: u64, fs: FsKind) -> Result<()> {
     if v.is_power_of_two() && (lo..=hi).contains(&v) {
         Ok(())
     } else {
-        Err(Error::invalid(format!(
-            "volume_context {key}={v} is invalid for {fs}: use a power of two from {lo} to {hi}"
-        )))
+        Err(Invalid::NotPowerOfTwo {
+            key,
+            value: v,
+            range: (lo, hi),
+            fs,
+        }
+        .into())
     }
 }
 
 /// `key` refused for `fs`, naming the filesystems whose limits (`takes`) accept it.
-fn not_for(key: &str, fs: FsKind, takes: fn(&FormatLimits) -> bool) -> Error {
-    let some: Vec<&str> = FsKind::ALL
-        .into_iter()
-        .filter(|k| takes(&k.ops().format_limits()))
-        .map(FsKind::as_str)
-        .collect();
-    Error::invalid(format!(
-        "volume_context {key} is not supported for {fs}; it applies to {} only",
-        some.join("/")
-    ))
+fn not_for(key: &'static str, fs: FsKind, takes: fn(&FormatLimits) -> bool) -> Error {
+    Invalid::FormatOptionNotFor {
+        key,
+        fs,
+        applies_to: FsKind::ALL
+            .into_iter()
+            .filter(|k| takes(&k.ops().format_limits()))
+            .collect(),
+    }
+    .into()
 }
 
 /// mkfs options valid for `fs` (its limits come from its mkfs manual page).
@@ -340,9 +332,12 @@ pub fn check_format(o: &FormatOptions, fs: FsKind) -> Result<()> {
             }));
         };
         if !(lo..=hi).contains(&n) {
-            return Err(Error::invalid(format!(
-                "volume_context {BYTES_PER_INODE}={n} is invalid: use {lo} to {hi}"
-            )));
+            return Err(Invalid::FormatOptionRange {
+                key: BYTES_PER_INODE,
+                value: n,
+                range: (lo, hi),
+            }
+            .into());
         }
     }
     if o.number_of_inodes.is_some() && !l.number_of_inodes {

@@ -11,7 +11,7 @@ use super::model::{NodeOptions, PublishRequest};
 use super::params::{self, Access};
 use super::stage::KubeletDir;
 use crate::driver::types::AccessMode;
-use crate::driver::{Error, Result};
+use crate::driver::{Error, Invalid, Mismatch, NodeRefusal, PathRole, Result};
 use crate::host::{FileKind, Host, HostError, PathInfo, PathState};
 
 pub struct PublishPlan {
@@ -33,17 +33,12 @@ impl PublishPlan {
         if req.staging_path.is_empty() {
             // CSI error table: STAGE_UNSTAGE_VOLUME is advertised but no staging_target_path
             // was set → FAILED_PRECONDITION.
-            return Err(Error::precondition(
-                "staging_target_path is required: this plugin stages volumes \
-                 (STAGE_UNSTAGE_VOLUME); call NodeStageVolume first and pass its path",
-            ));
+            return Err(NodeRefusal::NoStagingPath.into());
         }
         let staging =
             params::kubelet_path("staging_target_path", &req.staging_path, &opts.kubelet_dir)?;
         if staging == target {
-            return Err(Error::invalid(
-                "target_path and staging_target_path must differ",
-            ));
+            return Err(Invalid::SamePaths.into());
         }
         // `ro` among the mount flags made the stage read-only; a bind of it reads as
         // read-only too, so it must be published read-only (else every repeat publish would
@@ -75,11 +70,12 @@ fn publish_mount(host: &Host, p: &PublishPlan) -> Result<()> {
     let staged = match host.mounter.inspect(staging)? {
         PathState::Present(info) if info.mount_root && info.kind == FileKind::Dir => info,
         _ => {
-            return Err(Error::precondition(format!(
-                "volume {} is not staged at {}; call NodeStageVolume first",
-                p.volume_id,
-                staging.display()
-            )))
+            return Err(NodeRefusal::NotStaged {
+                id: p.volume_id.clone(),
+                staging: staging.to_path_buf(),
+                block: false,
+            }
+            .into())
         }
     };
     let target = &p.target;
@@ -91,18 +87,19 @@ fn publish_mount(host: &Host, p: &PublishPlan) -> Result<()> {
         PathState::Broken { errno } => return Err(broken(target, errno)),
         PathState::Present(t) if t.mount_root => {
             if t.dev != staged.dev || t.ino != staged.ino {
-                return Err(Error::precondition(format!(
-                    "target path {} already holds another mount; unpublish it first",
-                    target.display()
-                )));
+                return Err(NodeRefusal::TargetHoldsOther {
+                    target: target.clone(),
+                }
+                .into());
             }
             return same_read_only(host, p);
         }
         PathState::Present(t) if t.kind != FileKind::Dir => {
-            return Err(Error::precondition(format!(
-                "target path {} exists and is not a directory",
-                target.display()
-            )))
+            return Err(NodeRefusal::NotDirectory {
+                role: PathRole::Target,
+                path: target.clone(),
+            }
+            .into())
         }
         PathState::Present(_) => refuse_second_target(host, p, staging)?,
     }
@@ -120,24 +117,22 @@ fn refuse_second_target(host: &Host, p: &PublishPlan, staged: &Path) -> Result<(
     if !p.single_writer {
         return Ok(());
     }
-    let others: Vec<String> = host
+    let others: Vec<PathBuf> = host
         .mounter
         .mounts_sharing(staged)?
         .into_iter()
         .filter(|m| p.kubelet.holds(m) && !p.kubelet.same_or_below(m, &p.staging))
         .filter(|m| !p.kubelet.same_or_below(m, &p.target))
-        .map(|m| m.display().to_string())
         .collect();
     if others.is_empty() {
         return Ok(());
     }
-    Err(Error::precondition(format!(
-        "volume {} has access mode SINGLE_NODE_SINGLE_WRITER and is already published at {}; \
-         unpublish it there before publishing it at {}",
-        p.volume_id,
-        others.join(", "),
-        p.target.display()
-    )))
+    Err(NodeRefusal::SingleWriterElsewhere {
+        id: p.volume_id.clone(),
+        at: others,
+        target: p.target.clone(),
+    }
+    .into())
 }
 
 /// Published before: same volume, so the read-only flag must match (statvfs ST_RDONLY of the
@@ -145,31 +140,22 @@ fn refuse_second_target(host: &Host, p: &PublishPlan, staged: &Path) -> Result<(
 fn same_read_only(host: &Host, p: &PublishPlan) -> Result<()> {
     let ro = host.filesystems.usage(&p.target)?.read_only;
     if ro != p.read_only {
-        return Err(Error::AlreadyExists(format!(
-            "volume {} is already published at {} {}; unpublish it before publishing it {}",
-            p.volume_id,
-            p.target.display(),
-            rw(ro),
-            rw(p.read_only)
-        )));
+        return Err(Mismatch::PublishedOtherwise {
+            id: p.volume_id.clone(),
+            target: p.target.clone(),
+            read_only: p.read_only,
+        }
+        .into());
     }
     Ok(())
 }
 
-fn rw(read_only: bool) -> &'static str {
-    if read_only {
-        "read-only"
-    } else {
-        "read-write"
-    }
-}
-
 fn broken(path: &Path, errno: i32) -> Error {
-    Error::precondition(format!(
-        "{} is a broken mount ({}); call NodeUnpublishVolume to clean it up",
-        path.display(),
-        std::io::Error::from_raw_os_error(errno)
-    ))
+    NodeRefusal::BrokenMount {
+        path: path.to_path_buf(),
+        errno,
+    }
+    .into()
 }
 
 /// The volume's disk, which must be the device staged in `staging` (no waiting: a staged
@@ -185,19 +171,20 @@ fn staged_device(host: &Host, p: &PublishPlan) -> Result<(PathBuf, PathInfo)> {
         })?;
     let dev = block_device(host, &device)?;
     match block::staged(host, &p.staging)? {
-        None => Err(Error::precondition(format!(
-            "volume {} is not staged at {} for block access; call NodeStageVolume first",
-            p.volume_id,
-            p.staging.display()
-        ))),
-        Some(s) if s.rdev != dev.rdev => Err(Error::precondition(format!(
-            "staging path {} holds device {}, not volume {}'s disk {} ({})",
-            p.staging.display(),
-            s.rdev,
-            p.volume_id,
-            dev.rdev,
-            device.display()
-        ))),
+        None => Err(NodeRefusal::NotStaged {
+            id: p.volume_id.clone(),
+            staging: p.staging.clone(),
+            block: true,
+        }
+        .into()),
+        Some(s) if s.rdev != dev.rdev => Err(NodeRefusal::StagedOtherDevice {
+            staging: p.staging.clone(),
+            staged: s.rdev,
+            id: p.volume_id.clone(),
+            disk: dev.rdev,
+            device,
+        }
+        .into()),
         Some(_) => Ok((device, dev)),
     }
 }
@@ -216,17 +203,17 @@ fn publish_block(host: &Host, p: &PublishPlan) -> Result<()> {
             return if t.kind == FileKind::Block && t.rdev == dev.rdev {
                 same_read_only(host, p)
             } else {
-                Err(Error::precondition(format!(
-                    "target path {} already holds another mount; unpublish it first",
-                    target.display()
-                )))
+                Err(NodeRefusal::TargetHoldsOther {
+                    target: target.clone(),
+                }
+                .into())
             };
         }
         PathState::Present(t) if t.kind != FileKind::File => {
-            return Err(Error::precondition(format!(
-                "target path {} exists and is not a regular file",
-                target.display()
-            )))
+            return Err(NodeRefusal::NotRegularFile {
+                path: target.clone(),
+            }
+            .into())
         }
         PathState::Present(_) => refuse_second_target(host, p, &staged)?,
     }
@@ -252,8 +239,9 @@ pub fn unpublish(host: &Host, target: &Path) -> Result<()> {
             }
         }
     }
-    Err(Error::precondition(format!(
-        "more than {MAX_STACKED_MOUNTS} mounts are stacked at {}; clean them up by hand",
-        target.display()
-    )))
+    Err(NodeRefusal::TooManyMounts {
+        path: target.to_path_buf(),
+        limit: MAX_STACKED_MOUNTS,
+    }
+    .into())
 }

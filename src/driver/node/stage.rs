@@ -11,7 +11,7 @@ use super::model::NodeOptions;
 use super::params::Access;
 use super::plan::StagePlan;
 use super::{block, mkfs_marker};
-use crate::driver::{Error, Result};
+use crate::driver::{Error, NodeRefusal, PathRole, Result};
 use crate::host::{Content, FileKind, FsKind, Host, HostError, MountSpec, PathInfo, PathState};
 
 /// A filesystem this much smaller than its device is grown (Cinder sizes are whole GiB;
@@ -42,12 +42,12 @@ fn stage_mount(
         PathState::Broken { errno } => return Err(still_broken(staging, errno)),
         PathState::Present(info) if info.mount_root => {
             if !same_device(host, staging, &info, device, dev)? {
-                return Err(Error::precondition(format!(
-                    "staging path {} already holds another device; volume {} ({}) was not staged",
-                    staging.display(),
-                    p.volume_id,
-                    device.display()
-                )));
+                return Err(NodeRefusal::StagingHoldsOther {
+                    staging: staging.clone(),
+                    id: p.volume_id.clone(),
+                    device: Some(device.to_path_buf()),
+                }
+                .into());
             }
             // Staged before (CSI: repeated stage of the same volume succeeds). The mount stays
             // if the grow fails: pods may use it. The error is one kubelet treats as
@@ -56,21 +56,20 @@ fn stage_mount(
             // A kill between the mount and the marker's removal left it behind.
             host.mounter.remove(&mkfs_marker::path(staging))?;
             if p.context.resize_required && !p.read_only {
-                grow_mounted(host, device, staging).map_err(|e| {
-                    Error::Unavailable(format!(
-                        "volume {} is staged at {} but growing its filesystem failed: {e}",
-                        p.volume_id,
-                        staging.display()
-                    ))
+                grow_mounted(host, device, staging).map_err(|e| Error::GrowFailed {
+                    id: p.volume_id.clone(),
+                    staging: staging.clone(),
+                    source: Box::new(e),
                 })?;
             }
             return Ok(());
         }
         PathState::Present(info) if info.kind != FileKind::Dir => {
-            return Err(Error::precondition(format!(
-                "staging path {} exists and is not a directory",
-                staging.display()
-            )))
+            return Err(NodeRefusal::NotDirectory {
+                role: PathRole::Staging,
+                path: staging.clone(),
+            }
+            .into())
         }
         PathState::Present(_) => block::refuse_if_staged(host, p, dev)?,
     }
@@ -84,19 +83,19 @@ fn stage_mount(
     let fs = match content {
         Content::Blank => {
             if p.read_only {
-                return Err(Error::precondition(format!(
-                    "volume {} is blank and its access mode is read-only: there is no \
-                     filesystem to mount and formatting would write to it",
-                    p.volume_id
-                )));
+                return Err(NodeRefusal::BlankReadOnly {
+                    id: p.volume_id.clone(),
+                }
+                .into());
             }
             let missing = host.filesystems.missing_tools(requested);
             if !missing.is_empty() {
-                return Err(Error::precondition(format!(
-                    "cannot format volume {} as {requested}: {} not installed on this node",
-                    p.volume_id,
-                    missing.join(", ")
-                )));
+                return Err(NodeRefusal::MissingTools {
+                    id: p.volume_id.clone(),
+                    fs: requested,
+                    tools: missing,
+                }
+                .into());
             }
             tracing::info!(device = %device.display(), fs = %requested, "formatting blank device");
             // Kept until the volume is mounted: a kill -9 in between is told apart from data.
@@ -121,26 +120,17 @@ fn stage_mount(
             }
             kind
         }
-        Content::PartitionTable(t) => {
-            return Err(refuse(p, device, &format!("a {t} partition table")));
-        }
-        Content::Other(sig) => return Err(refuse(p, device, &format!("{sig} data"))),
-        Content::Several(found) => {
-            return Err(refuse(
-                p,
-                device,
-                &format!(
-                    "more than one signature ({}), so which is current cannot be told",
-                    found.join(", ")
-                ),
-            ));
-        }
-        Content::Unrecognised => {
-            return Err(refuse(
-                p,
-                device,
-                "data without a filesystem signature this driver knows",
-            ));
+        // Not ours to format or mount; a person must decide.
+        other @ (Content::PartitionTable(_)
+        | Content::Other(_)
+        | Content::Several(_)
+        | Content::Unrecognised) => {
+            return Err(NodeRefusal::DeviceHoldsData {
+                device: device.to_path_buf(),
+                id: p.volume_id.clone(),
+                content: other,
+            }
+            .into());
         }
     };
 
@@ -155,12 +145,11 @@ fn stage_mount(
     // comes back broken: say so instead of reporting a staged volume that does not answer.
     if let PathState::Broken { errno } = host.mounter.inspect(staging)? {
         undo_mount(host, staging);
-        return Err(Error::precondition(format!(
-            "the filesystem of volume {} still fails after a fresh mount ({}); a mount of it \
-             elsewhere (a pod's bind) may hold the broken instance: unpublish it first",
-            p.volume_id,
-            std::io::Error::from_raw_os_error(errno)
-        )));
+        return Err(NodeRefusal::BrokenAfterMount {
+            id: p.volume_id.clone(),
+            errno,
+        }
+        .into());
     }
     if p.context.resize_required && !p.read_only && !fs.ops().grows_offline() {
         // Undo the mount on failure: kubelet treats the error as final and forgets this
@@ -177,15 +166,6 @@ fn undo_mount(host: &Host, staging: &Path) {
     if let Err(e) = host.mounter.unmount(staging, false) {
         tracing::warn!(path = %staging.display(), error = %e, "could not undo the mount of a failed stage");
     }
-}
-
-fn refuse(p: &StagePlan, device: &Path, what: &str) -> Error {
-    Error::precondition(format!(
-        "device {} of volume {} holds {what}; refusing to format or mount it (wipe it \
-         deliberately if it is really unused)",
-        device.display(),
-        p.volume_id
-    ))
 }
 
 /// Grow the mounted filesystem on `device` when it is smaller than the device.
@@ -238,10 +218,11 @@ pub fn unstage(host: &Host, staging: &Path, kubelet: &KubeletDir) -> Result<()> 
             PathState::Present(_) => return Ok(()),
         }
     }
-    Err(Error::precondition(format!(
-        "more than {MAX_STACKED_MOUNTS} mounts are stacked at {}; clean them up by hand",
-        staging.display()
-    )))
+    Err(NodeRefusal::TooManyMounts {
+        path: staging.to_path_buf(),
+        limit: MAX_STACKED_MOUNTS,
+    }
+    .into())
 }
 
 /// A device node that no longer leads to a disk: missing, or of size 0 (a detached loop
@@ -304,13 +285,11 @@ fn refuse_if_in_use(host: &Host, staging: &Path, kubelet: &KubeletDir) -> Result
     if users.is_empty() {
         return Ok(());
     }
-    let list: Vec<String> = users.iter().map(|m| m.display().to_string()).collect();
-    Err(Error::precondition(format!(
-        "the volume staged at {} is still mounted at {}; call NodeUnpublishVolume for it \
-         first (nothing was unmounted)",
-        staging.display(),
-        list.join(", ")
-    )))
+    Err(NodeRefusal::StillMounted {
+        staging: staging.to_path_buf(),
+        at: users,
+    }
+    .into())
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use super::block;
 use super::checks::{block_device, same_device};
 use super::model::{Condition, VolumeStats, VolumeUsage};
-use crate::driver::{Error, Result};
+use crate::driver::{Error, NodeRefusal, NotAtPath, Result};
 use crate::host::{Content, FileKind, Host, HostError, PathInfo, PathState};
 
 /// What is at a volume path.
@@ -59,11 +59,11 @@ fn check_owner(host: &Host, volume_id: &str, path: &Path, info: &PathInfo) -> Re
     Err(Error::VolumeNotAtPath {
         id: volume_id.to_string(),
         path: path.to_path_buf(),
-        reason: format!(
-            "it holds device {found}, and the volume's disk is {} ({})",
-            device.display(),
-            dev.rdev
-        ),
+        why: NotAtPath::OtherDevice {
+            found,
+            device,
+            disk: dev.rdev,
+        },
     })
 }
 
@@ -88,7 +88,7 @@ pub fn stats(host: &Host, volume_id: &str, path: &Path) -> Result<VolumeStats> {
             return Err(Error::VolumeNotAtPath {
                 id: volume_id.to_string(),
                 path: path.to_path_buf(),
-                reason: "nothing is mounted there".into(),
+                why: NotAtPath::NothingMounted,
             })
         }
         Found::Mounted(p, info) => (p, info),
@@ -170,17 +170,17 @@ pub fn expand(
             })
         }
         Found::Broken(errno) => {
-            return Err(Error::precondition(format!(
-                "the mount at {} does not answer ({}); it cannot be grown",
-                path.display(),
-                std::io::Error::from_raw_os_error(errno)
-            )))
+            return Err(NodeRefusal::BrokenCannotGrow {
+                path: path.to_path_buf(),
+                errno,
+            }
+            .into())
         }
         Found::NotMounted => {
             return Err(Error::VolumeNotAtPath {
                 id: volume_id.to_string(),
                 path: path.to_path_buf(),
-                reason: "nothing is mounted there".into(),
+                why: NotAtPath::NothingMounted,
             })
         }
         Found::Mounted(p, info) => (p, info),
@@ -193,11 +193,12 @@ pub fn expand(
     host.devices.rescan(&device, deadline)?;
     let size = host.devices.size(&device)?;
     if size < required {
-        return Err(Error::Unavailable(format!(
-            "device {} of volume {volume_id} is {size} bytes, less than the {required} bytes \
-             requested: the resize has not reached this node yet; retry",
-            device.display()
-        )));
+        return Err(Error::ResizePending {
+            id: volume_id.to_string(),
+            device,
+            size,
+            required,
+        });
     }
     if block {
         return Ok(size);
@@ -205,12 +206,13 @@ pub fn expand(
     match host.filesystems.probe(&device)? {
         // Always ask: the tools are no-ops when the filesystem already fills the device.
         Content::Filesystem { kind, .. } => host.filesystems.grow_online(&device, path, kind)?,
-        other => {
-            return Err(Error::precondition(format!(
-                "device {} mounted at {} holds no filesystem this driver can grow ({other:?})",
-                device.display(),
-                path.display()
-            )))
+        content => {
+            return Err(NodeRefusal::NothingToGrow {
+                device,
+                path: path.to_path_buf(),
+                content,
+            }
+            .into())
         }
     }
     Ok(size)

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::*;
 use crate::driver::types::{AccessMode, AccessType, CapacityRange, VolumeCapability};
-use crate::driver::{Error, Result};
+use crate::driver::{Error, Mismatch, NodeRefusal, Result};
 use crate::host::fake::FakeHost;
 use crate::host::{libc_errno, Content, FormatOptions, FsKind, HostError};
 use crate::metadata::{InstanceMetadata, Metadata, MetadataError};
@@ -174,7 +174,10 @@ async fn never_formats_a_device_with_data() {
     assert!(fake.calls().iter().any(|c| c.contains(" xfs ")));
     for id in ["parted", "swap", "junk"] {
         let err = c.stage(stage_req(id, rw()), soon()).await.unwrap_err();
-        assert!(matches!(err, Error::FailedPrecondition(_)), "{id}: {err}");
+        assert!(
+            matches!(err, Error::NodeRefused(NodeRefusal::DeviceHoldsData { .. })),
+            "{id}: {err}"
+        );
         assert!(err.to_string().contains("refusing to format"), "{err}");
         assert_eq!(fake.mount_depth(Path::new(&staging(id))), 0);
     }
@@ -218,7 +221,7 @@ async fn bad_requests_are_invalid_argument_and_change_nothing() {
     cases.push(stage_req("a/b", rw()));
     for req in cases {
         let err = c.stage(req, soon()).await.unwrap_err();
-        assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+        assert!(matches!(err, Error::Invalid(_)), "{err}");
     }
     assert!(fake.calls().is_empty(), "{:?}", fake.calls());
 }
@@ -263,7 +266,13 @@ async fn staging_path_with_another_device_is_failed_precondition() {
     let mut r = stage_req("v2", rw());
     r.staging_path = staging("v1");
     let err = c.stage(r, soon()).await.unwrap_err();
-    assert!(matches!(err, Error::FailedPrecondition(_)), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::NodeRefused(NodeRefusal::StagingHoldsOther { .. })
+        ),
+        "{err}"
+    );
     assert!(err.to_string().contains("another device"), "{err}");
 }
 
@@ -279,7 +288,10 @@ async fn read_only_access_never_formats() {
         )
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::FailedPrecondition(_)), "{err}");
+    assert!(
+        matches!(err, Error::NodeRefused(NodeRefusal::BlankReadOnly { .. })),
+        "{err}"
+    );
     assert_eq!(formats(&fake), 0);
 }
 
@@ -301,7 +313,10 @@ async fn publish_unpublish_cycle_is_idempotent() {
     let c = core(&fake);
     let err = c.publish(publish_req("v1", rw(), false)).await.unwrap_err();
     assert!(
-        matches!(err, Error::FailedPrecondition(_)),
+        matches!(
+            err,
+            Error::NodeRefused(NodeRefusal::NotStaged { block: false, .. })
+        ),
         "not staged: {err}"
     );
     c.stage(stage_req("v1", rw()), soon()).await.unwrap();
@@ -311,7 +326,16 @@ async fn publish_unpublish_cycle_is_idempotent() {
     assert_eq!(fake.mount_depth(&t), 1);
     // Same target, now asked read-only: incompatible (CSI: ALREADY_EXISTS).
     let err = c.publish(publish_req("v1", rw(), true)).await.unwrap_err();
-    assert!(matches!(err, Error::AlreadyExists(_)), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::Mismatch(Mismatch::PublishedOtherwise {
+                read_only: true,
+                ..
+            })
+        ),
+        "{err}"
+    );
     let unpub = || UnpublishRequest {
         volume_id: "v1".into(),
         target_path: target("v1"),
@@ -360,7 +384,13 @@ async fn target_holding_another_volume_is_failed_precondition() {
     let mut r = publish_req("v2", rw(), false);
     r.target_path = target("v1");
     let err = c.publish(r).await.unwrap_err();
-    assert!(matches!(err, Error::FailedPrecondition(_)), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::NodeRefused(NodeRefusal::TargetHoldsOther { .. })
+        ),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -427,21 +457,37 @@ async fn restage_with_the_other_access_type_is_already_exists() {
     let before = fake.calls();
     // Block-staged, asked to mount: never probed, never formatted.
     let err = c.stage(stage_req("b1", rw()), soon()).await.unwrap_err();
-    assert!(matches!(err, Error::AlreadyExists(_)), "{err}");
+    assert!(
+        matches!(err, Error::Mismatch(Mismatch::StagedForBlock { .. })),
+        "{err}"
+    );
     assert!(err.to_string().contains("for block access"), "{err}");
     // Mount-staged, asked for block.
     let err = c
         .stage(stage_req("m1", block_cap()), soon())
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::AlreadyExists(_)), "{err}");
+    assert!(
+        matches!(err, Error::Mismatch(Mismatch::StagedWithMount { .. })),
+        "{err}"
+    );
     assert!(err.to_string().contains("mount access"), "{err}");
     // Another volume's staging path, either way: FailedPrecondition.
     for (from, cap) in [("b1", rw()), ("m1", block_cap()), ("b1", block_cap())] {
         let mut r = stage_req("other", cap);
         r.staging_path = staging(from);
         let err = c.stage(r, soon()).await.unwrap_err();
-        assert!(matches!(err, Error::FailedPrecondition(_)), "{from}: {err}");
+        assert!(
+            matches!(
+                err,
+                Error::NodeRefused(
+                    NodeRefusal::StagingHoldsDevice { .. }
+                        | NodeRefusal::StagingHoldsOther { .. }
+                        | NodeRefusal::StagingHoldsOtherAt { .. }
+                )
+            ),
+            "{from}: {err}"
+        );
     }
     assert_eq!(fake.calls(), before, "the refusals changed something");
     assert_eq!(formats(&fake), 1, "only m1 was formatted");
@@ -457,7 +503,10 @@ async fn publish_without_staging_path_is_failed_precondition() {
         let mut r = publish_req("v1", cap, false);
         r.staging_path.clear();
         let err = c.publish(r).await.unwrap_err();
-        assert!(matches!(err, Error::FailedPrecondition(_)), "{err}");
+        assert!(
+            matches!(err, Error::NodeRefused(NodeRefusal::NoStagingPath)),
+            "{err}"
+        );
         assert!(err.to_string().contains("staging_target_path"), "{err}");
         c.unstage(UnstageRequest {
             volume_id: "v1".into(),
@@ -488,7 +537,13 @@ async fn block_publish_checks_staging_device_and_read_only_flag() {
         .publish(publish_req("b1", block_cap(), false))
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::FailedPrecondition(_)), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::NodeRefused(NodeRefusal::NotStaged { block: true, .. })
+        ),
+        "{err}"
+    );
     assert!(err.to_string().contains("not staged"), "{err}");
     // Staged, but the staging path given holds another volume's device.
     c.stage(stage_req("b1", block_cap()), soon()).await.unwrap();
@@ -496,7 +551,13 @@ async fn block_publish_checks_staging_device_and_read_only_flag() {
     let mut r = publish_req("b1", block_cap(), false);
     r.staging_path = staging("b2");
     let err = c.publish(r).await.unwrap_err();
-    assert!(matches!(err, Error::FailedPrecondition(_)), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::NodeRefused(NodeRefusal::StagedOtherDevice { .. })
+        ),
+        "{err}"
+    );
     // Published read-write; again read-only is incompatible.
     c.publish(publish_req("b1", block_cap(), false))
         .await
@@ -505,7 +566,10 @@ async fn block_publish_checks_staging_device_and_read_only_flag() {
         .publish(publish_req("b1", block_cap(), true))
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::AlreadyExists(_)), "{err}");
+    assert!(
+        matches!(err, Error::Mismatch(Mismatch::PublishedOtherwise { .. })),
+        "{err}"
+    );
     c.unpublish(UnpublishRequest {
         volume_id: "b1".into(),
         target_path: target("b1"),
@@ -698,7 +762,7 @@ async fn expand_grows_online_and_reports_the_device_size() {
         }
     );
     let err = c.expand(req(3 * GIB), soon()).await.unwrap_err();
-    assert!(matches!(err, Error::Unavailable(_)), "{err}");
+    assert!(matches!(err, Error::ResizePending { .. }), "{err}");
     let err = c
         .expand(
             ExpandRequest {

@@ -8,7 +8,7 @@ use super::node_core::stats_key;
 use super::tests::*;
 use super::*;
 use crate::driver::types::{AccessMode, AccessType, CapacityRange, VolumeCapability};
-use crate::driver::Error;
+use crate::driver::{Error, NodeRefusal};
 use crate::host::fake::FakeHost;
 use crate::host::{libc_errno, Content, FsKind};
 
@@ -66,7 +66,7 @@ async fn failed_grow_on_restage_keeps_the_mount_and_is_unavailable() {
     // it stays; the code is one kubelet retries and still unstages after.
     fake.fail_next("grow_online", libc_errno::EIO);
     let err = c.stage(resize_req("v1", "xfs"), soon()).await.unwrap_err();
-    assert!(matches!(err, Error::Unavailable(_)), "{err}");
+    assert!(matches!(err, Error::GrowFailed { .. }), "{err}");
     assert_eq!(fake.mount_depth(Path::new(&staging("v1"))), 1);
 }
 
@@ -155,7 +155,11 @@ async fn unstage_under_a_published_pod_changes_nothing() {
         let before = fake.calls().len();
         let err = c.unstage(unstage_req(id)).await.unwrap_err();
         assert!(
-            matches!(&err, Error::FailedPrecondition(m) if m.contains(&target(id))),
+            matches!(
+                &err,
+                Error::NodeRefused(NodeRefusal::StillMounted { at, .. })
+                    if at.contains(&PathBuf::from(target(id)))
+            ),
             "{err}"
         );
         assert_eq!(fake.calls().len(), before, "unstage changed something");

@@ -6,7 +6,7 @@ use std::path::Path;
 use super::tests::*;
 use super::*;
 use crate::driver::types::{AccessMode, AccessType, VolumeCapability};
-use crate::driver::{Error, Result};
+use crate::driver::{Error, Invalid, NodeRefusal, Result};
 use crate::host::fake::FakeHost;
 use crate::host::Content;
 
@@ -28,7 +28,10 @@ fn paths_longer_than_linux_allows_are_invalid_argument() {
     let wide = format!("{KUBELET}/pods/{}", "w".repeat(256));
     for raw in [format!("{KUBELET}{deep}"), wide] {
         let err = params::kubelet_path("target_path", &raw, kubelet).unwrap_err();
-        assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+        assert!(
+            matches!(err, Error::Invalid(Invalid::PathTooLong { .. })),
+            "{err}"
+        );
         assert!(err.to_string().contains("shorter path"), "{err}");
     }
     let ok = format!("{KUBELET}/pods/{}", "w".repeat(255));
@@ -44,7 +47,7 @@ fn a_volume_path_where_no_volume_can_be_is_not_found() {
     }
     for raw in ["", "/var/lib/kubelet/a/../b"] {
         let err = params::volume_path("v", "volume_path", raw, kubelet).unwrap_err();
-        assert!(matches!(err, Error::InvalidArgument(_)), "{raw:?}: {err}");
+        assert!(matches!(err, Error::Invalid(_)), "{raw:?}: {err}");
     }
 }
 
@@ -73,7 +76,17 @@ async fn unknown_and_forbidden_flags_are_refused_at_stage_and_publish() {
             .stage(stage_req("v1", with_flags(flags)), soon())
             .await
             .unwrap_err();
-        assert!(matches!(err, Error::InvalidArgument(_)), "{flags:?}: {err}");
+        assert!(
+            matches!(
+                err,
+                Error::Invalid(
+                    Invalid::MountFlagChars { .. }
+                        | Invalid::MountFlagNotAllowed { .. }
+                        | Invalid::MountFlagUnknown { .. }
+                )
+            ),
+            "{flags:?}: {err}"
+        );
         assert!(err.to_string().contains("mount flag"), "{err}");
     }
     assert!(fake.calls().is_empty(), "{:?}", fake.calls());
@@ -86,7 +99,7 @@ async fn unknown_and_forbidden_flags_are_refused_at_stage_and_publish() {
             .publish(publish_req("v1", with_flags(flags), false))
             .await
             .unwrap_err();
-        assert!(matches!(err, Error::InvalidArgument(_)), "{flags:?}: {err}");
+        assert!(matches!(err, Error::Invalid(_)), "{flags:?}: {err}");
     }
     assert_eq!(fake.calls().len(), before, "{:?}", fake.calls());
     c.publish(publish_req(
@@ -123,7 +136,13 @@ async fn publish_twice(mode: AccessMode) -> (FakeHost, Result<()>) {
 async fn single_node_single_writer_is_published_at_one_target() {
     let (fake, res) = publish_twice(AccessMode::SingleNodeSingleWriter).await;
     let err = res.unwrap_err();
-    assert!(matches!(err, Error::FailedPrecondition(_)), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::NodeRefused(NodeRefusal::SingleWriterElsewhere { .. })
+        ),
+        "{err}"
+    );
     assert!(err.to_string().contains(&target("v1")), "{err}");
     let p2 = format!("{KUBELET}/pods/p2/volumes/kubernetes.io~csi/v1/mount");
     assert!(

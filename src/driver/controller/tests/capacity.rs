@@ -1,6 +1,6 @@
 use super::*;
 use crate::cloud::{Capacity, Op};
-use crate::driver::Error;
+use crate::driver::{Error, Refusal};
 
 fn req(caps: Vec<VolumeCapability>, p: &[(&str, &str)], zone: Option<&str>) -> GetCapacity {
     GetCapacity {
@@ -89,7 +89,7 @@ async fn several_clouds_without_default_cannot_answer() {
     let ctl = Controller::new(Clouds::new([a.cloud("r1"), b.cloud("r2")]), opts());
     assert_matches!(
         ctl.get_capacity(req(vec![], &[], None)).await,
-        Err(Error::FailedPrecondition(_))
+        Err(Error::Refused(Refusal::NoCapacityCloud))
     );
     let ctl = Controller::new(Clouds::new([a.cloud("r1")]), opts());
     assert!(ctl.get_capacity(req(vec![], &[], None)).await.is_ok());

@@ -1,7 +1,9 @@
 use super::*;
 use crate::cloud::Op;
 use crate::cloud::{CloudError, RequestId, VolumeStatus};
-use crate::driver::Error;
+use crate::driver::{
+    Cleanup, Error, Failure, Invalid, Mismatch, Named, ParamClass, Range, Refusal, VolumeDiff,
+};
 
 #[tokio::test(start_paused = true)]
 async fn creates_rounds_up_and_waits_until_available() {
@@ -84,7 +86,10 @@ async fn same_name_incompatible_is_already_exists() {
     bigger.capacity.limit_bytes = 2 * GIB;
     assert_matches!(
         e.ctl.create_volume(bigger).await,
-        Err(Error::AlreadyExists(_))
+        Err(Error::Mismatch(Mismatch::Volume {
+            diff: VolumeDiff::Size { .. },
+            ..
+        }))
     );
     let mut smaller_limit = create_req("pvc-1", 0);
     smaller_limit.capacity.limit_bytes = GIB / 2;
@@ -93,21 +98,37 @@ async fn same_name_incompatible_is_already_exists() {
     cloned.source = Some(ContentSource::Volume(v.id.clone()));
     assert_matches!(
         e.ctl.create_volume(cloned).await,
-        Err(Error::AlreadyExists(_))
+        Err(Error::Mismatch(Mismatch::Volume {
+            diff: VolumeDiff::Source,
+            ..
+        }))
     );
     let mut rwx = create_req("pvc-1", GIB);
     rwx.capabilities = vec![cap(AccessMode::MultiNodeMultiWriter, true)];
-    assert_matches!(e.ctl.create_volume(rwx).await, Err(Error::AlreadyExists(_)));
+    assert_matches!(
+        e.ctl.create_volume(rwx).await,
+        Err(Error::Mismatch(Mismatch::Volume {
+            diff: VolumeDiff::Capability(_),
+            ..
+        }))
+    );
     e.fake.add_volume_type("gold", false);
     let mut gold = create_req("pvc-1", GIB);
     gold.params.volume_type = Some("gold".into());
     assert_matches!(
         e.ctl.create_volume(gold).await,
-        Err(Error::AlreadyExists(_))
+        Err(Error::Mismatch(Mismatch::Volume {
+            diff: VolumeDiff::Type { .. },
+            ..
+        }))
     );
     let mut elsewhere = create_req("pvc-1", GIB);
     elsewhere.topology.requisite = vec![zone("az2")];
-    assert_matches!(e.ctl.create_volume(elsewhere).await, Err(Error::AlreadyExists(msg)) if msg.contains("az2"));
+    assert_matches!(
+        e.ctl.create_volume(elsewhere).await,
+        Err(Error::Mismatch(Mismatch::Volume { diff: VolumeDiff::Zone { requisite, .. }, .. }))
+            if requisite == ["az2"]
+    );
     assert_eq!(e.fake.volumes().len(), 1);
 }
 
@@ -158,25 +179,26 @@ async fn two_volumes_with_one_name_is_failed_precondition() {
     foreign(&e, "pvc-1", Some("k8s-1")).await;
     assert_matches!(
         e.ctl.create_volume(create_req("pvc-1", GIB)).await,
-        Err(Error::FailedPrecondition(m)) if m.contains("2 volumes")
+        Err(Error::Refused(Refusal::SameName { what: Named::Volume, ids, .. })) if ids.len() == 2
     );
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_same_named_volume_not_ours_is_already_exists_and_untouched() {
-    for (cluster, says) in [(None, "missing"), (Some("other"), "\"other\"")] {
+    for cluster in [None, Some("other")] {
         let e = env();
         let v = foreign(&e, "pvc-1", cluster).await;
         e.fake.reset_calls();
         assert_matches!(
             e.ctl.create_volume(create_req("pvc-1", GIB)).await,
-            Err(Error::AlreadyExists(m)) if m.contains(&v.id) && m.contains(says)
+            Err(Error::Mismatch(Mismatch::ForeignVolume { id, tag, .. }))
+                if id == v.id && tag.as_deref() == cluster
         );
         // Even in `error`, it is not deleted.
         e.fake.set_volume_status(&v.id, VolumeStatus::Error);
         assert_matches!(
             e.ctl.create_volume(create_req("pvc-1", GIB)).await,
-            Err(Error::AlreadyExists(_))
+            Err(Error::Mismatch(Mismatch::ForeignVolume { .. }))
         );
         assert_eq!(e.fake.calls(Op::VolumeCreate), 0);
         assert_eq!(e.fake.calls(Op::VolumeDelete), 0);
@@ -218,7 +240,7 @@ async fn a_volume_in_another_error_state_is_kept_and_failed_precondition() {
         e.fake.set_volume_status(&v.id, status.clone());
         assert_matches!(
             e.ctl.create_volume(create_req("pvc-1", GIB)).await,
-            Err(Error::FailedPrecondition(m)) if m.contains(status.as_str()) && m.contains("not deleted")
+            Err(Error::Refused(Refusal::MayHoldData { status: got, .. })) if got == status
         );
         assert_eq!(e.fake.calls(Op::VolumeDelete), 0);
         assert!(e.fake.volume(&v.id).is_some());
@@ -274,7 +296,7 @@ async fn access_modes_are_validated() {
         if ok {
             assert!(r.is_ok(), "{ty:?} {c:?}: {r:?}");
         } else {
-            assert_matches!(r, Err(Error::InvalidArgument(_)));
+            assert_matches!(r, Err(Error::Invalid(Invalid::Capability(_))));
         }
     }
     assert_eq!(e.fake.volumes().len(), 6);
@@ -352,7 +374,11 @@ async fn volume_in_error_is_deleted_and_the_reason_reported() {
         .create_volume(create_req("pvc-1", GIB))
         .await
         .unwrap_err();
-    assert_matches!(&err, Error::Internal(m) if m.contains("No valid backend") && m.contains("deleted"));
+    assert_matches!(
+        &err,
+        Error::Failed(Failure::Creation { reason: Some(r), cleanup: Cleanup::Deleted, .. })
+            if r.contains("No valid backend")
+    );
     e.fake.settle_all();
     assert!(e.fake.volumes().is_empty(), "the failed volume is deleted");
     // The retry starts afresh and succeeds.
@@ -419,14 +445,20 @@ async fn content_sources() {
     req.source = Some(ContentSource::Snapshot(snap.id.clone()));
     assert_matches!(
         e.ctl.create_volume(req).await,
-        Err(Error::AlreadyExists(m)) if m.contains("content source")
+        Err(Error::Mismatch(Mismatch::Volume {
+            diff: VolumeDiff::Source,
+            ..
+        }))
     );
 
     // A limit below the source's size cannot be honoured.
     let mut req = create_req("too-small", GIB);
     req.capacity.limit_bytes = GIB;
     req.source = Some(ContentSource::Snapshot(snap.id.clone()));
-    assert_matches!(e.ctl.create_volume(req).await, Err(Error::OutOfRange(_)));
+    assert_matches!(
+        e.ctl.create_volume(req).await,
+        Err(Error::OutOfRange(Range::SourceOverLimit { .. }))
+    );
 
     // Clone, larger than the source.
     let mut req = create_req("clone", 3 * GIB);
@@ -474,7 +506,10 @@ async fn restores_from_a_backup_addressed_as_a_snapshot() {
     other.source = Some(ContentSource::Snapshot("another-backup".into()));
     assert_matches!(
         e.ctl.create_volume(other).await,
-        Err(Error::AlreadyExists(_))
+        Err(Error::Mismatch(Mismatch::Volume {
+            diff: VolumeDiff::Source,
+            ..
+        }))
     );
     assert_eq!(
         v.context
@@ -502,7 +537,11 @@ async fn unknown_type_is_invalid_argument() {
     let e = env();
     let mut req = create_req("a", GIB);
     req.params.volume_type = Some("platinum".into());
-    assert_matches!(e.ctl.create_volume(req).await, Err(Error::InvalidArgument(m)) if m.contains("platinum"));
+    assert_matches!(
+        e.ctl.create_volume(req).await,
+        Err(Error::Invalid(Invalid::TypeParamUnknown { class: ParamClass::StorageClass, name }))
+            if name == "platinum"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -534,13 +573,16 @@ async fn clouds_are_selected_by_the_cloud_secret() {
     assert_eq!(default.volumes().len(), 1);
     let mut req = create_req("c", GIB);
     req.cloud = "r9".into();
-    assert_matches!(ctl.create_volume(req).await, Err(Error::InvalidArgument(m)) if m.contains("r9"));
+    assert_matches!(
+        ctl.create_volume(req).await,
+        Err(Error::Invalid(Invalid::UnknownCloud { name, .. })) if name == "r9"
+    );
 
     // Only named clouds: a request without the secret cannot pick one.
     let ctl = Controller::new(Clouds::new([region.cloud("r1")]), opts());
     assert_matches!(
         ctl.create_volume(create_req("d", GIB)).await,
-        Err(Error::InvalidArgument(_))
+        Err(Error::Invalid(Invalid::NoDefaultCloud { .. }))
     );
 }
 

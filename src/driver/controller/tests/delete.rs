@@ -1,7 +1,7 @@
 use super::*;
 use crate::cloud::Op;
 use crate::cloud::{CloudError, RequestId, VolumeStatus};
-use crate::driver::Error;
+use crate::driver::{Error, Refusal};
 
 fn delete_req(id: &str) -> DeleteVolume {
     DeleteVolume {
@@ -44,7 +44,7 @@ async fn attached_volume_is_failed_precondition_and_kept() {
     e.publish(&v.id, "node-1").await.unwrap();
     assert_matches!(
         e.ctl.delete_volume(delete_req(&v.id)).await,
-        Err(Error::FailedPrecondition(m)) if m.contains("node-1")
+        Err(Error::Refused(Refusal::Attached { nodes, .. })) if nodes == ["node-1"]
     );
     assert_eq!(e.fake.volume(&v.id).unwrap().status, VolumeStatus::InUse);
     // Cinder refused the one DELETE (it checks attachments atomically; a GET before it could
@@ -59,7 +59,7 @@ async fn volume_with_snapshots_needs_cascade() {
     let s = e.snapshot_ready("s", &v.id, &[]).await;
     assert_matches!(
         e.ctl.delete_volume(delete_req(&v.id)).await,
-        Err(Error::FailedPrecondition(m)) if m.contains(&s.id) && m.contains("cascade-delete")
+        Err(Error::Refused(Refusal::HasSnapshots { snapshots, .. })) if snapshots == [s.id.clone()]
     );
     assert!(e.fake.volume(&v.id).is_some());
     assert!(e.fake.snapshot(&s.id).is_some());

@@ -1,7 +1,7 @@
 use super::*;
 use crate::cloud::Op;
 use crate::cloud::{CloudError, VolumeStatus};
-use crate::driver::Error;
+use crate::driver::{Change, Error, Invalid, Refusal};
 
 fn expand_req(id: &str, required: u64, c: Option<VolumeCapability>) -> ExpandVolume {
     ExpandVolume {
@@ -89,7 +89,7 @@ async fn bad_ranges_and_missing_volumes() {
     assert_matches!(e.ctl.expand_volume(req).await, Err(Error::OutOfRange(_)));
     assert_matches!(
         e.ctl.expand_volume(expand_req(&v.id, 0, None)).await,
-        Err(Error::InvalidArgument(_))
+        Err(Error::Invalid(Invalid::NoExpandSize))
     );
     assert_matches!(
         e.ctl.expand_volume(expand_req("nope", GIB, None)).await,
@@ -111,7 +111,10 @@ async fn quota_and_error_states() {
         .set_volume_status(&v.id, VolumeStatus::ErrorExtending);
     assert_matches!(
         e.ctl.expand_volume(expand_req(&v.id, 2 * GIB, None)).await,
-        Err(Error::FailedPrecondition(m)) if m.contains("error_extending")
+        Err(Error::Refused(Refusal::CannotExtend {
+            status: VolumeStatus::ErrorExtending,
+            ..
+        }))
     );
 }
 
@@ -146,7 +149,8 @@ async fn a_permanent_refusal_is_failed_precondition_with_cinders_message() {
     }
     assert_matches!(
         e.ctl.expand_volume(expand_req(&v.id, 2 * GIB, None)).await,
-        Err(Error::FailedPrecondition(m)) if m.contains("while it has snapshots")
+        Err(Error::Refused(Refusal::ChangeRefused { change: Change::Extend { gib: 2 }, message, .. }))
+            if message.contains("while it has snapshots")
     );
     assert_eq!(e.fake.calls(Op::VolumeExtend), 2);
     assert_eq!(e.fake.volume(&v.id).unwrap().size_gib, 1);

@@ -87,7 +87,7 @@ async fn invalid_tokens_are_aborted_stale_markers_restart() {
                 starting_token: Some(bad.into()),
             })
             .await;
-        assert_matches!(r, Err(Error::Aborted(_)));
+        assert_matches!(r, Err(Error::BadToken { .. }));
     }
     let page = e
         .ctl

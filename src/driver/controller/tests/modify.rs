@@ -1,6 +1,6 @@
 use super::*;
 use crate::cloud::{MigrationPolicy, Op};
-use crate::driver::Error;
+use crate::driver::{Change, Error, Invalid, Refusal};
 
 fn modify_req(id: &str, p: &[(&str, &str)]) -> ModifyVolume {
     ModifyVolume {
@@ -46,7 +46,7 @@ async fn bad_requests() {
     let v = e.create("a", 1).await;
     assert_matches!(
         e.ctl.modify_volume(modify_req(&v.id, &[("type", "nope")])).await,
-        Err(Error::InvalidArgument(m)) if m.contains("nope")
+        Err(Error::Invalid(Invalid::UnknownVolumeType { name })) if name == "nope"
     );
     e.fake.add_volume_type("gold", false);
     assert_matches!(
@@ -90,7 +90,8 @@ async fn migration_policy_is_honoured() {
     let v = e.create("a", 1).await;
     assert_matches!(
         e.ctl.modify_volume(modify_req(&v.id, &[("type", "gold")])).await,
-        Err(Error::FailedPrecondition(m)) if m.contains("retype-migration-policy")
+        Err(e @ Error::Refused(Refusal::NotRetyped { policy: MigrationPolicy::Never, .. }))
+            if e.to_string().contains("retype-migration-policy")
     );
     assert_eq!(e.fake.volume(&v.id).unwrap().volume_type, None);
 
@@ -128,7 +129,8 @@ async fn a_permanent_refusal_is_failed_precondition_with_cinders_message() {
     }
     assert_matches!(
         e.ctl.modify_volume(modify_req(&v.id, &[("type", "gold")])).await,
-        Err(Error::FailedPrecondition(m)) if m.contains("active migration")
+        Err(Error::Refused(Refusal::ChangeRefused { change: Change::Retype { .. }, message, .. }))
+            if message.contains("active migration")
     );
     assert_eq!(e.fake.calls(Op::VolumeRetype), 2);
 }

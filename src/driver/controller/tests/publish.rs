@@ -1,7 +1,7 @@
 use super::*;
 use crate::cloud::Op;
 use crate::cloud::{CloudError, RequestId, VolumeStatus};
-use crate::driver::Error;
+use crate::driver::{Change, Error, Invalid, Refusal};
 
 fn publish_req(id: &str, node: &str, c: VolumeCapability) -> Publish {
     Publish {
@@ -54,7 +54,7 @@ async fn attached_elsewhere_is_failed_precondition_naming_the_node() {
     e.publish(&v.id, "node-1").await.unwrap();
     assert_matches!(
         e.publish(&v.id, "node-2").await,
-        Err(Error::FailedPrecondition(m)) if m.contains("node-1")
+        Err(Error::Refused(Refusal::PublishedNoMultiattach { nodes, .. })) if nodes == ["node-1"]
     );
     assert_eq!(e.fake.calls(Op::ServerAttach), 1);
 }
@@ -95,10 +95,13 @@ async fn capability_the_volume_cannot_serve_is_invalid_argument() {
             cap(AccessMode::MultiNodeReaderOnly, false),
         ))
         .await;
-    assert_matches!(r, Err(Error::InvalidArgument(_)));
+    assert_matches!(r, Err(Error::Invalid(Invalid::VolumeCapability { .. })));
     let mut ro = publish_req(&v.id, "node-1", rwo());
     ro.readonly = true;
-    assert_matches!(e.ctl.publish_volume(ro).await, Err(Error::InvalidArgument(m)) if m.contains("PUBLISH_READONLY"));
+    assert_matches!(
+        e.ctl.publish_volume(ro).await,
+        Err(Error::Invalid(Invalid::ReadOnlyPublish))
+    );
     assert_eq!(e.fake.calls(Op::ServerAttach), 0);
 }
 
@@ -141,7 +144,13 @@ async fn error_state_is_failed_precondition() {
     let e = env();
     let v = e.create("a", 1).await;
     e.fake.set_volume_status(&v.id, VolumeStatus::Error);
-    assert_matches!(e.publish(&v.id, "node-1").await, Err(Error::FailedPrecondition(m)) if m.contains("error"));
+    assert_matches!(
+        e.publish(&v.id, "node-1").await,
+        Err(Error::Refused(Refusal::CannotAttach {
+            status: VolumeStatus::Error,
+            ..
+        }))
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -293,7 +302,8 @@ async fn multiattach_volume_elsewhere_with_a_single_node_mode_is_failed_precondi
     ] {
         assert_matches!(
             e.ctl.publish_volume(publish_req(&v.id, "node-2", cap(mode, true))).await,
-            Err(Error::FailedPrecondition(m)) if m.contains("node-1") && m.contains("MULTI_NODE")
+            Err(Error::Refused(Refusal::PublishedSingleNode { nodes, mode: m, .. }))
+                if nodes == ["node-1"] && m == mode
         );
     }
     assert_eq!(e.fake.calls(Op::ServerAttach), 1);
@@ -378,7 +388,8 @@ async fn a_refusal_that_changes_nothing_is_failed_precondition_with_novas_messag
     }
     assert_matches!(
         e.publish(&v.id, "node-1").await,
-        Err(Error::FailedPrecondition(m)) if m.contains("encrypted volume")
+        Err(Error::Refused(Refusal::ChangeRefused { change: Change::Attach { .. }, message, .. }))
+            if message.contains("encrypted volume")
     );
     assert_eq!(e.fake.calls(Op::ServerAttach), 2);
 
@@ -391,7 +402,8 @@ async fn a_refusal_that_changes_nothing_is_failed_precondition_with_novas_messag
     }
     assert_matches!(
         e.unpublish(&v.id, Some("node-1")).await,
-        Err(Error::FailedPrecondition(m)) if m.contains("cannot detach")
+        Err(Error::Refused(Refusal::ChangeRefused { change: Change::Detach { .. }, message, .. }))
+            if message.contains("cannot detach")
     );
     assert_eq!(e.fake.calls(Op::ServerDetach), 2);
 }

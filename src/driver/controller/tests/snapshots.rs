@@ -1,9 +1,9 @@
 use std::collections::BTreeSet;
 
 use super::*;
-use crate::cloud::CopyStatus;
 use crate::cloud::Op;
-use crate::driver::Error;
+use crate::cloud::{CopyKind, CopyStatus};
+use crate::driver::{Cleanup, Error, Failure, Invalid, Mismatch, Refusal};
 
 fn delete_req(id: &str) -> DeleteSnapshot {
     DeleteSnapshot {
@@ -48,14 +48,20 @@ async fn name_taken_for_another_volume_is_already_exists() {
     e.snapshot("s", &a.id, &[]).await.unwrap();
     assert_matches!(
         e.snapshot("s", &b.id, &[]).await,
-        Err(Error::AlreadyExists(_))
+        Err(Error::Mismatch(Mismatch::CopyOfOther {
+            kind: CopyKind::Snapshot,
+            ..
+        }))
     );
     e.snapshot("bk", &a.id, &[("type", "backup")])
         .await
         .unwrap();
     assert_matches!(
         e.snapshot("bk", &b.id, &[("type", "backup")]).await,
-        Err(Error::AlreadyExists(_))
+        Err(Error::Mismatch(Mismatch::CopyOfOther {
+            kind: CopyKind::Backup,
+            ..
+        }))
     );
 }
 
@@ -79,7 +85,8 @@ async fn attached_volume_needs_force_create() {
     e.publish(&v.id, "node-1").await.unwrap();
     assert_matches!(
         e.snapshot("s", &v.id, &[]).await,
-        Err(Error::FailedPrecondition(m)) if m.contains("force-create")
+        Err(e @ Error::Refused(Refusal::SnapshotNeedsForce { .. }))
+            if e.to_string().contains("force-create")
     );
     e.snapshot_ready("s", &v.id, &[("force-create", "true")])
         .await;
@@ -96,7 +103,15 @@ async fn failed_snapshot_is_deleted_and_retried_afresh() {
         e.fake.snapshot(&first.id).unwrap().status,
         CopyStatus::Error
     );
-    assert_matches!(e.snapshot("s", &v.id, &[]).await, Err(Error::Internal(m)) if m.contains("error"));
+    assert_matches!(
+        e.snapshot("s", &v.id, &[]).await,
+        Err(Error::Failed(Failure::Copy {
+            kind: CopyKind::Snapshot,
+            status: CopyStatus::Error,
+            cleanup: Cleanup::Deleted,
+            ..
+        }))
+    );
     e.fake.settle_all();
     assert!(e.fake.snapshot(&first.id).is_none());
     let again = e.snapshot_ready("s", &v.id, &[]).await;
@@ -208,7 +223,10 @@ async fn failed_backup_is_deleted_with_its_temporary_snapshot() {
     assert_eq!(e.fake.backup(&first.id).unwrap().status, CopyStatus::Error);
     assert_matches!(
         e.snapshot("bk", &v.id, &[("type", "backup")]).await,
-        Err(Error::Internal(_))
+        Err(Error::Failed(Failure::Copy {
+            kind: CopyKind::Backup,
+            ..
+        }))
     );
     e.fake.settle_all();
     assert!(e.fake.backups().is_empty());
@@ -238,7 +256,8 @@ async fn stuck_backup_is_reported() {
     );
     assert_matches!(
         e.snapshot("bk", &v.id, &[("type", "backup")]).await,
-        Err(Error::Internal(m)) if m.contains("backup-max-duration-seconds-per-gb")
+        Err(e @ Error::Failed(Failure::BackupStuck { .. }))
+            if e.to_string().contains("backup-max-duration-seconds-per-gb")
     );
 }
 
@@ -249,7 +268,7 @@ async fn backups_unsupported_is_failed_precondition() {
     e.fake.set_backups_supported(false);
     assert_matches!(
         e.snapshot("bk", &v.id, &[("type", "backup")]).await,
-        Err(Error::FailedPrecondition(_))
+        Err(Error::Refused(Refusal::NoBackupService))
     );
     assert!(e.fake.snapshots().is_empty(), "nothing created");
 }
@@ -349,7 +368,8 @@ async fn a_refusal_that_raced_the_end_of_creation_is_retried() {
     }
     assert_matches!(
         e.ctl.delete_snapshot(delete_req(&s.id)).await,
-        Err(Error::FailedPrecondition(m)) if m.contains("snapshot is in use")
+        Err(Error::Refused(Refusal::CopyDeleteRefused { kind: CopyKind::Snapshot, message, .. }))
+            if message.contains("snapshot is in use")
     );
 }
 
@@ -458,7 +478,7 @@ async fn list_by_id_by_source_and_paginated() {
             ..Default::default()
         })
         .await;
-    assert_matches!(r, Err(Error::Aborted(_)));
+    assert_matches!(r, Err(Error::BadToken { .. }));
 }
 
 #[tokio::test(start_paused = true)]
@@ -474,7 +494,7 @@ async fn get_snapshot() {
     );
     assert_matches!(
         e.ctl.get_snapshot(&s.id, Some("r9")).await,
-        Err(Error::InvalidArgument(_))
+        Err(Error::Invalid(Invalid::UnknownCloud { .. }))
     );
 }
 

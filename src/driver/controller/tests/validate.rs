@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::cloud::Op;
-use crate::driver::Error;
+use crate::driver::{Error, Invalid, Range, Unsupported};
 
 fn with_fs(fs: &str) -> VolumeCapability {
     VolumeCapability {
@@ -26,7 +26,8 @@ async fn create_refuses_filesystems_no_node_supports() {
         req.capabilities = vec![rwo(), with_fs(fs)];
         assert_matches!(
             e.ctl.create_volume(req).await,
-            Err(Error::InvalidArgument(m)) if m.contains(&format!("{fs:?}")) && m.contains("xfs")
+            Err(e @ Error::Invalid(Invalid::Capability(Unsupported::FsType { .. })))
+                if e.to_string().contains(&format!("{fs:?}")) && e.to_string().contains("xfs")
         );
     }
     assert_eq!(e.fake.total_calls(), 0, "refused before any cloud call");
@@ -53,7 +54,11 @@ async fn validate_capabilities_does_not_confirm_an_unsupported_filesystem() {
             })
             .await
             .unwrap();
-        assert_matches!(got, Err(m) if m.contains(&format!("{fs:?}")) && m.contains("ext4"));
+        assert_matches!(
+            got,
+            Err(why @ Unsupported::FsType { .. })
+                if why.to_string().contains(&format!("{fs:?}")) && why.to_string().contains("ext4")
+        );
     }
 }
 
@@ -72,15 +77,15 @@ async fn names_cinder_cannot_store_are_invalid_argument() {
     for name in &bad {
         assert_matches!(
             e.ctl.create_volume(create_req(name, GIB)).await,
-            Err(Error::InvalidArgument(m)) if m.starts_with("volume name")
+            Err(e @ Error::Invalid(_)) if e.to_string().starts_with("volume name")
         );
         assert_matches!(
             e.snapshot(name, &v.id, &[]).await,
-            Err(Error::InvalidArgument(m)) if m.starts_with("snapshot name")
+            Err(e @ Error::Invalid(_)) if e.to_string().starts_with("snapshot name")
         );
         assert_matches!(
             e.snapshot(name, &v.id, &[("type", "backup")]).await,
-            Err(Error::InvalidArgument(m)) if m.starts_with("snapshot name")
+            Err(e @ Error::Invalid(_)) if e.to_string().starts_with("snapshot name")
         );
     }
     assert_eq!(e.fake.total_calls(), calls, "nothing asked of the cloud");
@@ -100,7 +105,8 @@ async fn sizes_beyond_cinder_are_out_of_range() {
     let eib4: u64 = 4 << 60;
     assert_matches!(
         e.ctl.create_volume(create_req("huge", eib4)).await,
-        Err(Error::OutOfRange(m)) if m.contains("2147483647 GiB")
+        Err(e @ Error::OutOfRange(Range::TooLarge { gib: 4294967296 }))
+            if e.to_string().contains("2147483647 GiB")
     );
     assert_eq!(e.fake.total_calls(), 0);
     let v = e.create("a", 1).await;
@@ -143,7 +149,8 @@ async fn a_requisite_no_zone_satisfies_is_resource_exhausted() {
     req.topology.requisite = vec![zone("mars"), zone("venus")];
     assert_matches!(
         e.ctl.create_volume(req).await,
-        Err(Error::ResourceExhausted(m)) if m.contains("\"mars\", \"venus\"") && m.contains("\"az1\"")
+        Err(Error::NoZone { asked, known })
+            if asked == ["mars", "venus"] && known.contains(&"az1".to_string())
     );
     // A requisite that names no zone at all cannot be satisfied either.
     let mut req = create_req("b", GIB);
@@ -153,7 +160,7 @@ async fn a_requisite_no_zone_satisfies_is_resource_exhausted() {
     )])];
     assert_matches!(
         e.ctl.create_volume(req).await,
-        Err(Error::ResourceExhausted(m)) if m.contains("names no zone")
+        Err(Error::NoZone { asked, .. }) if asked.is_empty()
     );
     assert!(e.fake.volumes().is_empty());
     assert_eq!(e.fake.calls(Op::VolumeCreate), 0);

@@ -5,7 +5,7 @@ use super::*;
 use crate::cloud::Op;
 use crate::cloud::{Capacity, CloudError, RequestId};
 use crate::driver::controller::zones::ZONE_REFRESH;
-use crate::driver::Error;
+use crate::driver::{Error, Mismatch, Refusal, VolumeDiff};
 
 /// The fake with zones whose names need mapping; no call counted yet.
 fn odd_zones() -> Env {
@@ -99,7 +99,11 @@ async fn a_retry_matches_the_existing_volume_by_label_form() {
         .create_volume(in_zone("a", &[], &["nova", "dc1-rack2"]))
         .await
         .unwrap_err();
-    assert_matches!(&err, Error::AlreadyExists(m) if m.contains("\"zone 1\"") && m.contains("zone-1"));
+    assert_matches!(
+        &err,
+        Error::Mismatch(Mismatch::Volume { diff: VolumeDiff::Zone { zone, topology, .. }, .. })
+            if zone == "zone 1" && topology == "zone-1"
+    );
     assert_eq!(e.fake.volumes().len(), 1);
 }
 
@@ -154,13 +158,13 @@ async fn zones_sharing_a_label_form_are_refused() {
         .create_volume(in_zone("a", &["zone-1"], &[]))
         .await
         .unwrap_err();
-    assert_matches!(&err, Error::FailedPrecondition(m)
-        if m.contains("\"zone 1\"") && m.contains("\"zone:1\"") && m.contains("availability"));
+    assert_matches!(&err, Error::Refused(Refusal::AmbiguousZone { zones, .. })
+        if zones.contains(&"zone 1".to_string()) && zones.contains(&"zone:1".to_string()));
     assert!(e.fake.volumes().is_empty(), "nothing created");
     assert_eq!(e.fake.calls(Op::VolumeCreate), 0);
     assert_matches!(
         e.ctl.get_capacity(capacity_in(Some("zone-1"), &[])).await,
-        Err(Error::FailedPrecondition(_))
+        Err(Error::Refused(Refusal::AmbiguousZone { .. }))
     );
     // `availability` names the zone outright: no mapping, no ambiguity.
     let mut req = in_zone("b", &["zone-1"], &[]);
