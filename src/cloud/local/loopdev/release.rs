@@ -31,7 +31,6 @@ impl LoopDevice {
     /// the kernel will unbind it at that holder's last close (autoclear) unless
     /// [`keep_for`](LoopDevice::keep_for) undoes that.
     pub fn release(&self, file: &Path, within: Duration) -> io::Result<bool> {
-        let meta = std::fs::metadata(file)?;
         let node = match self.open(false) {
             Ok(f) => f,
             Err(e) if super::no_device(&e) => return Ok(true),
@@ -43,7 +42,7 @@ impl LoopDevice {
             Err(nix::Error::ENXIO) => return Ok(true),
             Err(e) => return Err(errno("LOOP_GET_STATUS64", &self.path(), e)),
         }
-        if (info.lo_device, info.lo_inode) != (meta.dev(), meta.ino()) {
+        if !self.serves(&info, file)? {
             return Ok(true);
         }
         // Read while our descriptor keeps this binding alive: the name the kernel gives our
@@ -73,6 +72,16 @@ impl LoopDevice {
         }
     }
 
+    /// Whether the binding `info` describes is to `file` (same device and inode); once `file`
+    /// was unlinked, whether sysfs still names it.
+    fn serves(&self, info: &LoopInfo64, file: &Path) -> io::Result<bool> {
+        match std::fs::metadata(file) {
+            Ok(m) => Ok((info.lo_device, info.lo_inode) == (m.dev(), m.ino())),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(self.named(file)),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Whether sysfs shows the device bound to the file it called `name`.
     fn named(&self, name: &Path) -> bool {
         self.backing_file()
@@ -86,7 +95,6 @@ impl LoopDevice {
     /// touch). The check and the change are made through one open descriptor, which itself
     /// keeps the kernel from unbinding the device in between.
     pub fn keep_for(&self, file: &Path) -> io::Result<bool> {
-        let meta = std::fs::metadata(file)?;
         let node = match self.open(true) {
             Ok(f) => f,
             Err(e) if super::no_device(&e) => return Ok(false),
@@ -98,7 +106,7 @@ impl LoopDevice {
             Err(nix::Error::ENXIO) => return Ok(false),
             Err(e) => return Err(errno("LOOP_GET_STATUS64", &self.path(), e)),
         }
-        if (info.lo_device, info.lo_inode) != (meta.dev(), meta.ino()) {
+        if !self.serves(&info, file)? {
             return Ok(false);
         }
         if info.lo_flags & LO_FLAGS_AUTOCLEAR != 0 {
