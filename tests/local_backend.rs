@@ -60,6 +60,7 @@ impl StateDir {
         LocalOptions {
             dir: self.path(),
             nodes: nodes.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
         }
     }
 
@@ -987,6 +988,7 @@ async fn on_a_reflink_filesystem_copies_share_extents() {
     let c = LocalCloud::open(LocalOptions {
         dir: mnt.join("state"),
         nodes: vec!["node-a".into()],
+        ..Default::default()
     })
     .await
     .unwrap();

@@ -16,11 +16,6 @@ use crate::cloud::{
     CloudError, CloudResult, Resource, Server, ServerAttachment, Servers, VolumeStatus,
 };
 
-/// How long a detach waits for the kernel to unbind a device someone else has open: a probe
-/// (blkid, a scan of the loop devices) closes within milliseconds even on a loaded machine;
-/// what is still there after this holds the device for good.
-pub(super) const RELEASE_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
-
 #[async_trait]
 impl Servers for LocalCloud {
     async fn get_server(&self, id: &str) -> CloudResult<Server> {
@@ -189,7 +184,7 @@ impl Inner {
         let file = self.layout.data(Kind::Volume, volume_id);
         let path = device.path();
         let released = device
-            .release(&file, RELEASE_WITHIN)
+            .release(&file, self.release_within)
             .map_err(|e| io_error(format_args!("unbind {}", path.display()), e))?;
         if released {
             return Ok(());
@@ -203,11 +198,11 @@ impl Inner {
         }
         Err(CloudError::Unavailable {
             message: format!(
-                "{} still has volume {volume_id} open {} s after it was unbound: something \
+                "{} still has volume {volume_id} open {:?} after it was unbound: something \
                  else holds the device (a mount of it in another mount namespace, or a \
                  process); the volume stays attached, retry once that holder is gone",
                 path.display(),
-                RELEASE_WITHIN.as_secs()
+                self.release_within
             ),
             request_id: Default::default(),
         })

@@ -264,7 +264,7 @@ impl Inner {
         for device in devices {
             let path = device.path();
             let released = device
-                .release(&file, super::attach::RELEASE_WITHIN)
+                .release(&file, self.release_within)
                 .map_err(|e| io_error(format_args!("unbind {}", path.display()), e))?;
             if !released {
                 return Err(conflict(format!(
