@@ -741,7 +741,7 @@ impl Drop for Holder {
 
 /// The devices sysfs shows bound to `file`, with whether each has autoclear set.
 fn serving(file: &Path) -> Vec<(LoopDevice, bool)> {
-    loopdev::serving(file)
+    loopdev::release::serving(file)
         .unwrap()
         .into_iter()
         .map(|d| (d, d.status().unwrap().is_some_and(|s| s.autoclear)))

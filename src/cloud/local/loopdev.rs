@@ -377,8 +377,8 @@ pub fn is_block_device(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.file_type().is_block_device())
 }
 
-mod release;
-pub use release::serving;
+/// Unbinding and waiting for the kernel: [`LoopDevice::release`], [`release::serving`].
+pub mod release;
 
 #[cfg(test)]
 mod tests;

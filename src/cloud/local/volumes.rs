@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use super::backend::{bad_request, conflict, io_error, Inner, LocalCloud, PACE};
 use super::data::{self, Source};
-use super::loopdev::{self, LoopDevice};
+use super::loopdev::{release, LoopDevice};
 use super::paging::paginate;
 use super::records::{self, VolumeRecord, RECORD_VERSION, ZONE};
 use super::store::Kind;
@@ -260,7 +260,7 @@ impl Inner {
         if !file.exists() {
             return Ok(());
         }
-        let devices = loopdev::serving(&file).map_err(|e| io_error("list loop devices", e))?;
+        let devices = release::serving(&file).map_err(|e| io_error("list loop devices", e))?;
         for device in devices {
             let path = device.path();
             let released = device

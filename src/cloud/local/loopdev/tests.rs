@@ -88,12 +88,12 @@ impl Drop for Fixture {
 fn releasing_an_unheld_device_unbinds_it_at_once() {
     let Some(b) = Fixture::new() else { return };
     assert!(b.bound());
-    assert_eq!(serving(&b.file).unwrap(), vec![b.device]);
+    assert_eq!(release::serving(&b.file).unwrap(), vec![b.device]);
     let started = Instant::now();
     assert!(b.device.release(&b.file, Duration::from_secs(2)).unwrap());
     assert!(started.elapsed() < Duration::from_secs(1));
     assert!(!b.bound(), "sysfs shows the device unbound");
-    assert!(serving(&b.file).unwrap().is_empty());
+    assert!(release::serving(&b.file).unwrap().is_empty());
     // Again: nothing to do.
     assert!(b.device.release(&b.file, Duration::from_secs(2)).unwrap());
 }
