@@ -60,6 +60,7 @@ impl StateDir {
         LocalOptions {
             dir: self.path(),
             nodes: nodes.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
         }
     }
 
@@ -713,6 +714,136 @@ async fn attach_binds_a_loop_device_and_a_link_detach_removes_both() {
     assert!(sd.bound().is_empty());
 }
 
+/// Another process holding a device open (as a probe, a forked tool or a mount in another
+/// namespace does); killed and reaped when dropped, a failed test too. Declared after the
+/// [`StateDir`], so it lets go before that guard unbinds the devices.
+struct Holder(std::process::Child);
+
+impl Holder {
+    fn new(device: &Path) -> Self {
+        let node = File::open(device).unwrap();
+        Self(
+            std::process::Command::new("sleep")
+                .arg("60")
+                .stdin(node)
+                .spawn()
+                .unwrap(),
+        )
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The devices sysfs shows bound to `file`, with whether each has autoclear set.
+fn serving(file: &Path) -> Vec<(LoopDevice, bool)> {
+    loopdev::release::serving(file)
+        .unwrap()
+        .into_iter()
+        .map(|d| (d, d.status().unwrap().is_some_and(|s| s.autoclear)))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_detach_while_another_process_holds_the_device_is_retried_after_it_lets_go() {
+    let sd = StateDir::new();
+    let c = LocalCloud::open(LocalOptions {
+        release_within: Duration::from_millis(200),
+        ..sd.opts(&["node-a"])
+    })
+    .await
+    .unwrap();
+    let v = c.create_volume(&vol("held", 1)).await.unwrap();
+    let file = sd.volume_file(&v.id);
+    let att = c.attach_volume("node-a", &v.id, false).await.unwrap();
+    let dev_path = PathBuf::from(att.device.unwrap());
+    let dev = LoopDevice::from_path(&dev_path).unwrap();
+    let link = sd
+        .path()
+        .join("by-id")
+        .join(format!("virtio-{}", &v.id[..20]));
+
+    let holder = Holder::new(&dev_path);
+    let err = c.detach_volume("node-a", &v.id).await.unwrap_err();
+    assert!(matches!(err, CloudError::Unavailable { .. }), "{err:?}");
+    // Still attached, device and link in place, and kept: no autoclear left to unbind it.
+    let got = c.get_volume(&v.id).await.unwrap();
+    assert_eq!(got.status, VolumeStatus::InUse);
+    assert!(got.attached_to("node-a").is_some());
+    assert_eq!(std::fs::read_link(&link).unwrap(), dev_path);
+    assert_eq!(serving(&file), vec![(dev, false)]);
+    assert!(matches!(
+        c.delete_volume(&v.id, false).await,
+        Err(CloudError::Conflict { .. })
+    ));
+
+    drop(holder);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        serving(&file),
+        vec![(dev, false)],
+        "bound after the holder left"
+    );
+    c.detach_volume("node-a", &v.id).await.unwrap();
+    assert!(serving(&file).is_empty(), "no device serves the file");
+    assert!(std::fs::symlink_metadata(&link).is_err(), "link removed");
+    assert_eq!(
+        c.get_volume(&v.id).await.unwrap().status,
+        VolumeStatus::Available
+    );
+    c.delete_volume(&v.id, false).await.unwrap();
+    assert!(sd.bound().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_unbinds_a_stray_device_serving_the_volume_file_first() {
+    let sd = StateDir::new();
+    let c = LocalCloud::open(LocalOptions {
+        release_within: Duration::from_millis(200),
+        ..sd.opts(&["node-a"])
+    })
+    .await
+    .unwrap();
+    let v = c.create_volume(&vol("stray", 1)).await.unwrap();
+    let file = sd.volume_file(&v.id);
+    // Bound behind the backend's back (someone's losetup, a reconcile's leftover).
+    let stray = LoopDevice::attach(&file).unwrap();
+    assert_eq!(serving(&file), vec![(stray, false)]);
+
+    // Held: the delete refuses, the volume is still there.
+    let holder = Holder::new(&stray.path());
+    assert!(matches!(
+        c.delete_volume(&v.id, false).await,
+        Err(CloudError::Conflict { .. })
+    ));
+    assert_eq!(
+        c.get_volume(&v.id).await.unwrap().status,
+        VolumeStatus::Available
+    );
+    assert!(file.exists());
+    drop(holder);
+
+    // Unheld (or unbound meanwhile by the autoclear the refused delete left): deleted, and
+    // no device serves the file.
+    c.delete_volume(&v.id, false).await.unwrap();
+    assert!(c.get_volume(&v.id).await.unwrap_err().is_not_found());
+    assert!(serving(&file).is_empty());
+    assert!(sd.bound().is_empty());
+
+    // Unheld from the start: unbound by the delete itself.
+    let w = c.create_volume(&vol("stray2", 1)).await.unwrap();
+    let file = sd.volume_file(&w.id);
+    let stray = LoopDevice::attach(&file).unwrap();
+    assert_eq!(serving(&file), vec![(stray, false)]);
+    c.delete_volume(&w.id, false).await.unwrap();
+    assert!(serving(&file).is_empty());
+    assert!(sd.bound().is_empty());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn multiattach_volumes_share_one_device() {
     let sd = StateDir::new();
@@ -987,6 +1118,7 @@ async fn on_a_reflink_filesystem_copies_share_extents() {
     let c = LocalCloud::open(LocalOptions {
         dir: mnt.join("state"),
         nodes: vec!["node-a".into()],
+        ..Default::default()
     })
     .await
     .unwrap();

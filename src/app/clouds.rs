@@ -75,6 +75,7 @@ pub async fn build_clouds(
                 LocalCloud::open(LocalOptions {
                     dir,
                     nodes: vec![local_node_id(args)],
+                    ..Default::default()
                 })
                 .await
                 .map_err(|e| AppError::Runtime(format!("local backend: {e}")))?,

@@ -1,6 +1,7 @@
 //! Compute on this machine: servers are the node ids this backend knows, attaching binds a
 //! loop device over the volume's file and links `by-id/virtio-<id[:20]>` to it, detaching
-//! removes both. Nova's rules apply: one server per volume unless the volume is multiattach.
+//! removes both once the kernel has let go of the device. Nova's rules apply: one server per
+//! volume unless the volume is multiattach.
 //! Everything but a known node's lookup runs on the blocking pool (the ioctls, the records).
 
 use std::path::Path;
@@ -157,27 +158,54 @@ impl Inner {
         };
         let removed = rec.attachments.remove(pos);
         rec.settle_status();
-        let last = rec.attachments.is_empty();
-        // Record first: a crash after this leaves a bound device and a link, which the
-        // reconcile removes because no attachment claims them.
-        self.put_volume(rec)?;
-        if last {
-            // The record says detached now: the rest is best effort, and what fails here the
-            // startup reconcile removes (a link or device no attachment claims).
+        if rec.attachments.is_empty() {
+            // The device first, the record after: a detach answered while the device still
+            // serves the file would let DeleteVolume remove a file whose data is still open,
+            // and the device stay bound (the soak's leak, docs/RELIABILITY.md). A crash after
+            // the unbind leaves the volume recorded as attached with no device: the startup
+            // reconcile binds one again, and the orchestrator's retry of the detach ends it.
+            self.release_device(volume_id, &removed.device)?;
+            // The link points at nothing of ours now; what fails here the reconcile removes.
             if let Err(e) = self.remove_link(volume_id) {
                 tracing::warn!(volume_id, error = %e, "cannot remove the by-id link");
             }
-            // Still open (a mount left behind)? The kernel unbinds at the last close.
-            let unbound = device_of(&removed.device).and_then(|d| {
-                d.detach()
-                    .map_err(|e| io_error(format_args!("unbind {}", removed.device), e))
-            });
-            if let Err(e) = unbound {
-                tracing::warn!(volume_id, error = %e, "cannot unbind the loop device");
-            }
         }
+        self.put_volume(rec)?;
         tracing::info!(volume_id, server_id, "detached");
         Ok(())
+    }
+
+    /// Unbind the volume's device and wait for the kernel (see [`LoopDevice::release`]): a
+    /// probe that has it open for a moment is waited out; a holder that stays (a mount of it
+    /// in another mount namespace, a process) makes the detach fail, retryably, with the
+    /// device kept bound, as Nova leaves a volume attached when the guest does not let go.
+    fn release_device(&self, volume_id: &str, device: &str) -> CloudResult<()> {
+        let device = device_of(device)?;
+        let file = self.layout.data(Kind::Volume, volume_id);
+        let path = device.path();
+        let released = device
+            .release(&file, self.release_within)
+            .map_err(|e| io_error(format_args!("unbind {}", path.display()), e))?;
+        if released {
+            return Ok(());
+        }
+        let kept = device
+            .keep_for(&file)
+            .map_err(|e| io_error(format_args!("keep {}", path.display()), e))?;
+        if !kept {
+            // The holder let go between the wait's last look and now.
+            return Ok(());
+        }
+        Err(CloudError::Unavailable {
+            message: format!(
+                "{} still has volume {volume_id} open {:?} after it was unbound: something \
+                 else holds the device (a mount of it in another mount namespace, or a \
+                 process); the volume stays attached, retry once that holder is gone",
+                path.display(),
+                self.release_within
+            ),
+            request_id: Default::default(),
+        })
     }
 
     pub(super) fn list_attachments(&self, server_id: &str) -> CloudResult<Vec<ServerAttachment>> {

@@ -26,6 +26,11 @@ use crate::cloud::{
 /// it looks again this often while a concurrent operation finishes.
 pub(super) const PACE: Pace = Pace::every(Duration::from_millis(50));
 
+/// How long a detach or a delete waits, by default, for the kernel to unbind a device someone
+/// else has open: a probe (blkid, a scan of the loop devices) closes within milliseconds even
+/// on a loaded machine; what is still there after this holds the device for good.
+pub const RELEASE_WITHIN: Duration = Duration::from_secs(5);
+
 /// How to open the backend.
 #[derive(Debug, Clone)]
 pub struct LocalOptions {
@@ -33,6 +38,18 @@ pub struct LocalOptions {
     pub dir: PathBuf,
     /// Instance ids `get_server` knows besides the nodes registered under `DIR/nodes`.
     pub nodes: Vec<String>,
+    /// See [`RELEASE_WITHIN`], the default.
+    pub release_within: Duration,
+}
+
+impl Default for LocalOptions {
+    fn default() -> Self {
+        Self {
+            dir: PathBuf::new(),
+            nodes: Vec::new(),
+            release_within: RELEASE_WITHIN,
+        }
+    }
 }
 
 /// The adapter; cheap to clone.
@@ -62,6 +79,8 @@ pub(super) struct Inner {
     pub(super) nodes: BTreeSet<String>,
     pub(super) state: RwLock<State>,
     pub(super) ops: Mutex<()>,
+    /// [`LocalOptions::release_within`].
+    pub(super) release_within: Duration,
     /// Held for the adapter's lifetime: two processes must not own one DIR.
     pub(super) _lock: Flock<File>,
 }
@@ -163,6 +182,7 @@ impl LocalCloud {
                 .collect(),
             state: RwLock::new(state),
             ops: Mutex::new(()),
+            release_within: opts.release_within,
             _lock: lock,
         });
         let report = inner.reconcile()?;

@@ -284,7 +284,8 @@ impl LoopDevice {
     }
 
     /// Unbind. While something still holds the device open (a mount) the kernel only sets
-    /// autoclear and unbinds at the last close. An unbound device is fine (idempotent).
+    /// autoclear and unbinds at the last close (see [`LoopDevice::release`], which waits for
+    /// it). An unbound device is fine (idempotent).
     pub fn detach(&self) -> io::Result<()> {
         let node = match self.open(false) {
             Ok(f) => f,
@@ -375,6 +376,9 @@ pub fn bound_to(file: &Path) -> io::Result<Vec<LoopDevice>> {
 pub fn is_block_device(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.file_type().is_block_device())
 }
+
+/// Unbinding and waiting for the kernel: [`LoopDevice::release`], [`release::serving`].
+pub mod release;
 
 #[cfg(test)]
 mod tests;

@@ -5,7 +5,8 @@
 //! loses nothing; a reconcile pass at startup puts loop devices and links back in line.
 //!
 //! Concurrency: mutations are serialised by one `ops` mutex held across their record I/O and
-//! loop ioctls (milliseconds); data copies run outside it, protected by the new object's
+//! loop ioctls (milliseconds; a detach or delete whose device someone else holds open waits
+//! for the kernel, at most `LocalOptions::release_within`); data copies run outside it, protected by the new object's
 //! `creating` status (its source cannot be deleted meanwhile). Reads take only the in-memory
 //! state lock, which is never held across I/O, so they run on the async runtime.
 //!
@@ -29,6 +30,6 @@ mod sources;
 pub mod store;
 mod volumes;
 
-pub use backend::{register_node, LocalCloud, LocalOptions};
+pub use backend::{register_node, LocalCloud, LocalOptions, RELEASE_WITHIN};
 pub use reconcile_report::ReconcileReport;
 pub use records::{TYPE_DEFAULT, TYPE_MULTIATTACH, ZONE};

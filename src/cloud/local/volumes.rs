@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use super::backend::{bad_request, conflict, io_error, Inner, LocalCloud, PACE};
 use super::data::{self, Source};
-use super::loopdev::LoopDevice;
+use super::loopdev::{release, LoopDevice};
 use super::paging::paginate;
 use super::records::{self, VolumeRecord, RECORD_VERSION, ZONE};
 use super::store::Kind;
@@ -241,12 +241,40 @@ impl Inner {
             }
             (v.clone(), snapshots)
         };
+        self.unbound_before_delete(id)?;
         rec.set_status(VolumeStatus::Deleting);
         self.put_volume(rec)?;
         for s in &snapshots {
             self.drop_object(Kind::Snapshot, s)?;
         }
         self.drop_object(Kind::Volume, id)
+    }
+
+    /// No loop device may still serve a volume's file when it is deleted: its data would
+    /// stay reachable through the device, and the device bound, after a delete reported done.
+    /// A detached volume normally has none (a detach waits for the kernel); one left by a
+    /// restart's reconcile, or bound by someone else, is unbound here, a holder waited out as
+    /// a detach does; one that stays makes the delete fail.
+    fn unbound_before_delete(&self, id: &str) -> CloudResult<()> {
+        let file = self.layout.data(Kind::Volume, id);
+        if !file.exists() {
+            return Ok(());
+        }
+        let devices = release::serving(&file).map_err(|e| io_error("list loop devices", e))?;
+        for device in devices {
+            let path = device.path();
+            let released = device
+                .release(&file, self.release_within)
+                .map_err(|e| io_error(format_args!("unbind {}", path.display()), e))?;
+            if !released {
+                return Err(conflict(format!(
+                    "volume {id} is still open through {}: something holds the device (a \
+                     mount of it in another mount namespace, or a process); not deleted",
+                    path.display()
+                )));
+            }
+        }
+        Ok(())
     }
 
     pub(super) fn extend_volume(
