@@ -110,6 +110,11 @@ render -s templates/controller-rbac.yaml | grep -A2 '"coordination.k8s.io"' \
 has -E '^      hostNetwork:' <<<"$ctl" && fail "controller on the host network by default"
 hn=$(render -s templates/controller.yaml --set controller.hostNetwork=true)
 has '^      hostNetwork: true$' <<<"$hn" || fail "controller.hostNetwork=true not rendered"
+# On the host network the pod's DNS would be the node's: cluster names (the API server's
+# service name, e.g. in a cloud.conf) need ClusterFirstWithHostNet.
+has '^      dnsPolicy: ClusterFirstWithHostNet$' <<<"$hn" || fail "hostNetwork controller without dnsPolicy ClusterFirstWithHostNet"
+has -E '^      dnsPolicy:' <<<"$ctl" && fail "controller has a dnsPolicy off the host network"
+render --set-string controller.hostNetwork=yes >/dev/null 2>&1 && fail "schema accepted a string controller.hostNetwork"
 has -- '--http-endpoint=:9809$' <<<"$hn" || fail "hostNetwork controller probe must leave 9808 to the node"
 has -- '--http-endpoint=:9808$' <<<"$ctl" || fail "controller probe port is not 9808 by default"
 render --set controller.hostNetwork=true --set controller.livenessProbePort=9808 >/dev/null 2>&1 \

@@ -4,7 +4,8 @@
 # charts/cinder-csi; returns when the CSIDriver, the CSINode entry and both plugin pods are
 # ready), the Kubernetes tests that exist (tests/k8s/lifecycle*, tests/k8s/e2e.sh), and down in
 # a trap whatever happens; then checks that down left nothing.
-# Knobs: K8S_STAGE_BACKEND (local|openstack, default local), CINDER_CSI_SKIP_K8S=1 skips,
+# Knobs: K8S_STAGE_BACKEND (local|openstack, default local; openstack brings the test cloud up
+# unless it is, and down again), CINDER_CSI_SKIP_K8S=1 skips,
 # K8S_UP_TIMEOUT_S bounds `up` (default 1500 s: a cold build of the components is in it).
 # time-bound-min: 45
 set -euo pipefail
@@ -60,6 +61,10 @@ cleanup() {
     set +e
     phase "down"
     tests/k8s/cluster down || rc=${rc:-1}
+    if [[ -n ${ostack_started:-} ]]; then
+        phase "test cloud down"
+        tests/openstack/ostack down || rc=${rc:-1}
+    fi
     phase end
     printf '70-k8s: %s\n' "${timings[@]}"
     # Nothing of the cluster may be left: processes, mounts, loop devices, its bridge.
@@ -91,6 +96,15 @@ tests/peers/build cinder-csi-e2e ginkgo >/dev/null
 
 phase "driver release binary"
 CARGO_INCREMENTAL=0 cargo build --release --locked --quiet --bin cinder-csi
+
+if [[ $backend == openstack ]] && ! tests/openstack/ostack status >/dev/null 2>&1; then
+    # The cluster's driver talks to the test cloud: this stage starts it, and stops it in the
+    # trap (a cloud that was already up is left as it was).
+    phase "test cloud install and up (tests/openstack/ostack)"
+    ostack_started=1
+    tests/openstack/ostack install
+    tests/openstack/ostack up
+fi
 
 phase "up --backend $backend"
 timeout "${K8S_UP_TIMEOUT_S:-1500}" tests/k8s/cluster up --backend "$backend" -f tests/k8s/values-test.yaml

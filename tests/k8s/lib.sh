@@ -70,6 +70,15 @@ print(best[1] + d[len(best[0]):])
 '
 }
 
+# The node's mounts: the host's, and those of the node namespace tests/k8s/cluster runs
+# containerd and the kubelet in (lib/nodens.sh). The kubelet dir's mounts show in both; a
+# mount the namespace made anywhere else shows only there.
+node_mountinfo() {
+    cat /proc/self/mountinfo
+    local f=${K8S_STATE:-${CINDER_CSI_K8S_STATE:-/var/tmp/cinder-csi-k8s}}/pids/nodens.pid
+    if [[ -f $f ]]; then cat "/proc/$(<"$f")/mountinfo" 2>/dev/null || true; fi
+}
+
 ostack_api() { "$repo/tests/openstack/ostack" api "$@"; }
 
 # "ID NAME NAMESPACE" of every backend volume / snapshot; NAMESPACE is the Kubernetes one of
@@ -127,10 +136,10 @@ for a in json.load(sys.stdin).get("attachments", []):
                 ;;
         esac
         sha=$(printf %s "$h" | sha256sum | cut -d' ' -f1)
-        grep -F "$sha" /proc/self/mountinfo | sed 's/^/mount /' || true
+        node_mountinfo | grep -F "$sha" | sed 's/^/mount /' || true
     done
     for pv in "${RECORDED_PVS[@]}"; do
-        grep -F "/$pv/" /proc/self/mountinfo | sed 's/^/mount /' || true
+        node_mountinfo | grep -F "/$pv/" | sed 's/^/mount /' || true
         k get volumeattachments -o jsonpath="{range .items[?(@.spec.source.persistentVolumeName==\"$pv\")]}{.metadata.name}{\"\\n\"}{end}" |
             sed 's/^/VolumeAttachment /'
     done

@@ -245,7 +245,7 @@ k -n "$ns" exec writer -- sh -c "echo after > /data/after && sync && cat /data/t
 target=$(k -n "$ns" get pod writer -o jsonpath='{.metadata.uid}')
 step "  unpublish after the restart: delete writer"
 k -n "$ns" delete pod writer --wait=true --timeout=180s >/dev/null || fail "writer not deleted (unpublish failed?)"
-if grep -q "/pods/$target/volumes/kubernetes.io~csi/$pv_data/mount" /proc/self/mountinfo; then
+if grep -q "/pods/$target/volumes/kubernetes.io~csi/$pv_data/mount" <(node_mountinfo); then
     fail "writer's publish target of $pv_data is still mounted"
 fi
 

@@ -164,8 +164,11 @@ node:
   extraArgs:
     - --by-id-dir=${OSTACK_NODE_1_BY_ID_DIR:?}
     - --metadata-url=${OSTACK_NODE_1_METADATA_URL:?}
+  # The hypervisor's links come and go as files in this directory (no mounts), so a plain bind
+  # shows them; HostToContainer would need the host path to be a shared mount (runc refuses a
+  # private one), which it is not.
   extraVolumes: [{name: by-id, hostPath: {path: $OSTACK_NODE_1_BY_ID_DIR, type: Directory}}]
-  extraVolumeMounts: [{name: by-id, mountPath: $OSTACK_NODE_1_BY_ID_DIR, mountPropagation: HostToContainer}]
+  extraVolumeMounts: [{name: by-id, mountPath: $OSTACK_NODE_1_BY_ID_DIR}]
 controller:
   hostNetwork: true
 EOF

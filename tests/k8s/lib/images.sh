@@ -197,8 +197,7 @@ images_build() {
     scratch_image "$SNAPSHOT_CONTROLLER_IMAGE" "$("$peers" snapshot-controller)" /snapshot-controller
     # pause: Kubernetes' build/pause/linux/pause.c, compiled static.
     ctx=$(mktemp -d "$tmpd/ctx.XXXXXX")
-    gcc -Os -static -DVERSION=3.10.1 -o "$ctx/bin" "$(k8s_src)/build/pause/linux/pause.c"
-    strip "$ctx/bin"
+    pause_binary "$ctx/bin"
     printf 'FROM scratch\nCOPY bin /pause\nUSER 65535:65535\nENTRYPOINT ["/pause"]\n' >"$ctx/Containerfile"
     build_image "$PAUSE_IMAGE" "$ctx"
     ctx=$(mktemp -d "$tmpd/ctx.XXXXXX")
@@ -218,6 +217,14 @@ images_build() {
     build_image "$AGNHOST_IMAGE" "$ctx"
     driver_image_archive
     images_cleanup
+}
+
+# pause_binary OUT: Kubernetes' build/pause/linux/pause.c compiled static to OUT. The pause
+# image's entrypoint, and the PID 1 of the cluster's own PID namespace (tests/k8s/cluster): it
+# exits on SIGTERM/SIGINT and reaps every child re-parented to it.
+pause_binary() {
+    gcc -Os -static -DVERSION=3.10.1 -o "$1" "$(k8s_src)/build/pause/linux/pause.c"
+    strip "$1"
 }
 
 # Kubernetes' module source (pause.c), from the module cache the peer builder fills.

@@ -61,6 +61,9 @@ down() {
         kill -KILL $p 2>/dev/null
         sleep 0.5
     done
+    #    The node's PID namespace (its PID 1 and whatever still runs in it; its private
+    #    mounts, containerd's overlays among them, go with it).
+    nodens_stop
     # 4. kube-proxy's iptables/nftables chains (its own cleanup mode removes exactly those).
     local kp
     kp=$("$repo/tests/peers/build" --path kube-proxy)

@@ -4,8 +4,8 @@ clouds.yaml and env.sh (OS_* variables plus the test nodes), all in the state di
 import shlex
 from pathlib import Path
 
-from .settings import (ADMIN, BACKENDS, HERE, KEYSTONE_URL, MEMBER, MULTIATTACH_TYPE, REGION,
-                       VOLUME_TYPE)
+from .settings import (ADMIN, ALT_VOLUME_TYPE, BACKENDS, HERE, KEYSTONE_URL, MEMBER,
+                       MULTIATTACH_TYPE, REGION, VOLUME_TYPE)
 
 CLOUD_CONF_TAIL = """
 [BlockStorage]
@@ -65,6 +65,7 @@ def env_file(s, app_cred, nodes):
         'OSTACK_CLOUD_CONF_APPCRED': s.state / 'cloud-appcred.conf',
         'OSTACK_CLOUDS_YAML': s.state / 'clouds.yaml',
         'OSTACK_VOLUME_TYPE': VOLUME_TYPE, 'OSTACK_MULTIATTACH_TYPE': MULTIATTACH_TYPE,
+        'OSTACK_ALT_VOLUME_TYPE': ALT_VOLUME_TYPE,
         'OSTACK_AVAILABILITY_ZONES': ' '.join(dict.fromkeys(BACKENDS.values())),
         'OSTACK_VOLUME_DIR': s.volumes,
         'OSTACK_NODE_COUNT': len(nodes), 'OSTACK_NODES': ' '.join(n['name'] for n in nodes),

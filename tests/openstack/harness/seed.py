@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .identity import project_id
 from .rest import admin, member
-from .settings import (CINDER_URL, COMPUTE_HOSTS, FLAVOR, MEMBER, MULTIATTACH_TYPE, NOVA_URL,
-                       VOLUME_TYPE)
+from .settings import (ALT_VOLUME_TYPE, CINDER_URL, COMPUTE_HOSTS, FLAVOR, MEMBER,
+                       MULTIATTACH_TYPE, NOVA_URL, VOLUME_TYPE)
 
 UNLIMITED_CINDER = ('volumes', 'snapshots', 'gigabytes', 'backups', 'backup_gigabytes',
                     'per_volume_gigabytes', 'groups')
@@ -90,6 +90,7 @@ def cloud(s):
     _volume_type(c, VOLUME_TYPE, {}, 'plain volumes (any availability zone)')
     _volume_type(c, MULTIATTACH_TYPE, {'multiattach': '<is> True'},
                  'volumes that may be attached to several servers at once')
+    _volume_type(c, ALT_VOLUME_TYPE, {}, 'plain volumes like standard (an in-place retype target)')
     pid = project_id(MEMBER['project'])
     c.put(f'{CINDER_URL}/os-quota-sets/{pid}',
           {'quota_set': {k: -1 for k in UNLIMITED_CINDER}})

@@ -46,6 +46,10 @@ APP_CRED_NAME = 'csi-test'
 BACKENDS = {'fake-a': 'nova', 'fake-b': 'az2'}
 VOLUME_TYPE = 'standard'
 MULTIATTACH_TYPE = 'multiattach'
+# A second plain type: retyping between it and `standard` changes nothing on the backend, so
+# Cinder does it in place, also for an in-use volume (a retype to `multiattach` it refuses
+# unless the volume is available): the Kubernetes volume-modify specs retype mounted volumes.
+ALT_VOLUME_TYPE = 'standard-alt'
 FLAVOR = 'm1.tiny'
 COMPUTE_HOST = 'ostack-local'
 # Nova compute hosts by availability zone (both always run): test node i runs in ZONES[i % 2],
