@@ -25,6 +25,7 @@ if [[ -e tests/k8s/ENABLED && ${CINDER_CSI_SKIP_K8S:-} != 1 && ${CINDER_CSI_K8S_
     trap 'tests/k8s/prebuild stop' EXIT
     tests/k8s/prebuild start
 fi
+echo "disk free at start: $(df -h --output=avail . | tail -1 | tr -d ' ') (a whole run needs ~40 GB: target/ ~15, the Go peers' caches ~18, the fuzz build ~2, images ~2)"
 for stage in "${stages[@]}"; do
     limit=$stage_limit
     own=$(sed -n 's/^# time-bound-min: *\([0-9]\+\).*/\1/p' "$stage" | head -1)
@@ -48,6 +49,8 @@ for stage in "${stages[@]}"; do
         exit 124
     elif ((rc)); then
         echo "!!! ${stage} failed (exit ${rc}) after $((SECONDS - t)) s" >&2
+        # A full disk fails a build with a message deep in its log (machines here differ).
+        df -h . /tmp /var/tmp 2>/dev/null | sort -u >&2
         exit "$rc"
     fi
     echo "<== ${stage} passed in $((SECONDS - t)) s"

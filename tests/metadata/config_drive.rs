@@ -268,6 +268,14 @@ async fn corrupt_images_give_clear_errors() {
             &["FAT file system is damaged: boot sector", "FAT"],
         );
     }
+
+    // A directory entry whose cluster is below 2: fatfs subtracted with overflow (a panic in
+    // this debug build; found by fuzzing). The reader contains fatfs's panics.
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz/corpus/config_drive_vfat");
+    let crash = std::fs::read(corpus.join("crash-fat-cluster-underflow")).unwrap();
+    let image = dir.path().join("cluster-underflow.img");
+    std::fs::write(&image, crash).unwrap();
+    expect_invalid(read_meta_data(&image), &["FAT file system is damaged"]);
 }
 
 /// Damage every sector that matters, one at a time: each read ends (Ok or a clear error),

@@ -4,6 +4,7 @@
 
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
+use std::panic::AssertUnwindSafe;
 
 use super::found::{too_large, Found, META_DATA_PATH};
 use crate::metadata::document::MAX_DOCUMENT_BYTES;
@@ -17,7 +18,23 @@ type Dir<'a> = fatfs::Dir<'a, ReadOnly<BufReader<File>>>;
 type Entry<'a> = fatfs::DirEntry<'a, ReadOnly<BufReader<File>>>;
 
 /// Errors are messages about a damaged file system.
-pub(super) fn read(mut file: File) -> Result<Found, String> {
+pub(super) fn read(file: File) -> Result<Found, String> {
+    // fatfs 0.3 computes with cluster numbers read from the image unchecked, so a damaged
+    // image can make it panic (found by fuzzing): that is a damaged drive for every caller,
+    // not a panic, also outside the node's spawn_blocking.
+    std::panic::catch_unwind(AssertUnwindSafe(|| read_fs(file))).unwrap_or_else(|panic| {
+        let why = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(format!(
+            "FAT file system is damaged: the FAT reader gave up ({why})"
+        ))
+    })
+}
+
+fn read_fs(mut file: File) -> Result<Found, String> {
     let damaged = |what: &str, e: io::Error| format!("FAT file system is damaged: {what}: {e}");
     let mut sector = [0u8; 512];
     file.read_exact(&mut sector)
