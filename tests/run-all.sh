@@ -25,7 +25,7 @@ if [[ -e tests/k8s/ENABLED && ${CINDER_CSI_SKIP_K8S:-} != 1 && ${CINDER_CSI_K8S_
     trap 'tests/k8s/prebuild stop' EXIT
     tests/k8s/prebuild start
 fi
-echo "disk free at start: $(df -h --output=avail . | tail -1 | tr -d ' ') (a whole run needs ~40 GB: target/ ~15, the Go peers' caches ~18, the fuzz build ~2, images ~2)"
+echo "disk free at start: $(df -h --output=avail . | tail -1 | tr -d ' ') (a cold run writes ~27 GB: target/ 16, the Go caches and peers 8, the fuzz build 2, images 1)"
 for stage in "${stages[@]}"; do
     limit=$stage_limit
     own=$(sed -n 's/^# time-bound-min: *\([0-9]\+\).*/\1/p' "$stage" | head -1)
