@@ -327,17 +327,7 @@ pub struct Bound {
 /// Every bound loop device of the machine (sysfs lists them; the ioctl gives dev/ino).
 pub fn bound_devices() -> io::Result<Vec<Bound>> {
     let mut out = Vec::new();
-    for entry in std::fs::read_dir("/sys/block")? {
-        let entry = entry?;
-        let name = entry.file_name();
-        let Some(n) = name
-            .to_str()
-            .and_then(|s| s.strip_prefix("loop"))
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let device = LoopDevice(n);
+    for device in in_sysfs()? {
         let Some(backing_file) = device.backing_file() else {
             continue;
         };
@@ -350,7 +340,23 @@ pub fn bound_devices() -> io::Result<Vec<Bound>> {
             });
         }
     }
-    out.sort_by_key(|b| b.device);
+    Ok(out)
+}
+
+/// Every loop device sysfs lists (bound or not), in number order.
+fn in_sysfs() -> io::Result<Vec<LoopDevice>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/sys/block")? {
+        let name = entry?.file_name();
+        if let Some(n) = name
+            .to_str()
+            .and_then(|s| s.strip_prefix("loop"))
+            .and_then(|s| s.parse::<u32>().ok())
+        {
+            out.push(LoopDevice(n));
+        }
+    }
+    out.sort();
     Ok(out)
 }
 

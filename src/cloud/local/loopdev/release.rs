@@ -31,17 +31,9 @@ impl LoopDevice {
     /// the kernel will unbind it at that holder's last close (autoclear) unless
     /// [`keep_for`](LoopDevice::keep_for) undoes that.
     pub fn release(&self, file: &Path, within: Duration) -> io::Result<bool> {
-        let node = match self.open(false) {
-            Ok(f) => f,
-            Err(e) if super::no_device(&e) => return Ok(true),
-            Err(e) => return Err(e),
+        let Some((node, info)) = self.open_bound(false)? else {
+            return Ok(true);
         };
-        let mut info = LoopInfo64::default();
-        match sys::get_status(node.as_raw_fd(), &mut info) {
-            Ok(_) => {}
-            Err(nix::Error::ENXIO) => return Ok(true),
-            Err(e) => return Err(errno("LOOP_GET_STATUS64", &self.path(), e)),
-        }
         if !self.serves(&info, file)? {
             return Ok(true);
         }
@@ -82,6 +74,22 @@ impl LoopDevice {
         }
     }
 
+    /// The device opened (for writing when `write`) with its status, or `None` when it is
+    /// bound to nothing (no device, or unbound).
+    fn open_bound(&self, write: bool) -> io::Result<Option<(std::fs::File, LoopInfo64)>> {
+        let node = match self.open(write) {
+            Ok(f) => f,
+            Err(e) if super::no_device(&e) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let mut info = LoopInfo64::default();
+        match sys::get_status(node.as_raw_fd(), &mut info) {
+            Ok(_) => Ok(Some((node, info))),
+            Err(nix::Error::ENXIO) => Ok(None),
+            Err(e) => Err(errno("LOOP_GET_STATUS64", &self.path(), e)),
+        }
+    }
+
     /// Whether sysfs shows the device bound to the file it called `name`.
     fn named(&self, name: &Path) -> bool {
         self.backing_file()
@@ -95,17 +103,9 @@ impl LoopDevice {
     /// touch). The check and the change are made through one open descriptor, which itself
     /// keeps the kernel from unbinding the device in between.
     pub fn keep_for(&self, file: &Path) -> io::Result<bool> {
-        let node = match self.open(true) {
-            Ok(f) => f,
-            Err(e) if super::no_device(&e) => return Ok(false),
-            Err(e) => return Err(e),
+        let Some((node, mut info)) = self.open_bound(true)? else {
+            return Ok(false);
         };
-        let mut info = LoopInfo64::default();
-        match sys::get_status(node.as_raw_fd(), &mut info) {
-            Ok(_) => {}
-            Err(nix::Error::ENXIO) => return Ok(false),
-            Err(e) => return Err(errno("LOOP_GET_STATUS64", &self.path(), e)),
-        }
         if !self.serves(&info, file)? {
             return Ok(false);
         }
@@ -121,20 +121,8 @@ impl LoopDevice {
 /// The loop devices bound to `file` (an absolute, canonical path: the name sysfs gives it,
 /// as the file was opened through it), from sysfs alone.
 pub fn serving(file: &Path) -> io::Result<Vec<LoopDevice>> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/sys/block")? {
-        let name = entry?.file_name();
-        let Some(n) = name
-            .to_str()
-            .and_then(|s| s.strip_prefix("loop"))
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if LoopDevice(n).named(file) {
-            out.push(LoopDevice(n));
-        }
-    }
-    out.sort();
-    Ok(out)
+    Ok(super::in_sysfs()?
+        .into_iter()
+        .filter(|d| d.named(file))
+        .collect())
 }
