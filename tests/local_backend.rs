@@ -748,15 +748,20 @@ fn serving(file: &Path) -> Vec<(LoopDevice, bool)> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_detach_while_another_process_holds_the_device_is_retried_after_it_lets_go() {
-    let sd = StateDir::new();
-    let c = LocalCloud::open(LocalOptions {
+/// A backend on node-a that waits 200 ms, not 5 s, for the kernel to unbind a held device.
+async fn short_release_cloud(sd: &StateDir) -> LocalCloud {
+    LocalCloud::open(LocalOptions {
         release_within: Duration::from_millis(200),
         ..sd.opts(&["node-a"])
     })
     .await
-    .unwrap();
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_detach_while_another_process_holds_the_device_is_retried_after_it_lets_go() {
+    let sd = StateDir::new();
+    let c = short_release_cloud(&sd).await;
     let v = c.create_volume(&vol("held", 1)).await.unwrap();
     let file = sd.volume_file(&v.id);
     let att = c.attach_volume("node-a", &v.id, false).await.unwrap();
@@ -802,12 +807,7 @@ async fn a_detach_while_another_process_holds_the_device_is_retried_after_it_let
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_unbinds_a_stray_device_serving_the_volume_file_first() {
     let sd = StateDir::new();
-    let c = LocalCloud::open(LocalOptions {
-        release_within: Duration::from_millis(200),
-        ..sd.opts(&["node-a"])
-    })
-    .await
-    .unwrap();
+    let c = short_release_cloud(&sd).await;
     let v = c.create_volume(&vol("stray", 1)).await.unwrap();
     let file = sd.volume_file(&v.id);
     // Bound behind the backend's back (someone's losetup, a reconcile's leftover).
