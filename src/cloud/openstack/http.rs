@@ -1,22 +1,31 @@
-//! The HTTP client of one cloud (TLS, timeouts, User-Agent) and the single place where a
-//! request is sent: it is timed and counted, its request id captured, and an error status
+//! The HTTP client of one cloud (TLS, proxies, timeouts, User-Agent) and the single place where
+//! a request is sent: it is timed and counted, its request id captured, and an error status
 //! turned into an [`ApiError`]. Tokens and microversions are added by `api.rs`. Requests in
-//! flight and idle connections are bounded per endpoint (`limit.rs` says why).
+//! flight (`limit.rs`), open connections (`conns.rs`) and idle connections are bounded per
+//! endpoint. The adapter builds requests with reqwest's builder; `transport.rs` sends them.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::proxy::matcher::Matcher;
 use reqwest::header::HeaderMap;
-use reqwest::{Certificate, Identity, Method};
+use reqwest::Method;
 use serde::de::DeserializeOwned;
 
 use super::errors::{request_id, ApiError};
 use super::metrics::ApiMetrics;
-use super::options::{redact_userinfo, OpenStackOptions, ProxyOptions, TlsOptions};
+use super::options::{redact_userinfo, OpenStackOptions, ProxyOptions};
 use crate::cloud::Op;
 
+mod connect;
+mod conns;
+mod endpoint;
 mod limit;
+mod tls_config;
+mod transport;
 pub use limit::{EndpointLimits, Turn, DEFAULT_PER_ENDPOINT};
+pub use transport::SendError;
 
 /// Pooled connections idle longer than this are closed: below common server keep-alive
 /// timeouts (gunicorn 2 s, uWSGI 4 s, Apache 5 s), so an idle connection of ours neither holds
@@ -28,112 +37,39 @@ pub fn user_agent() -> String {
     format!("cinder-csi/{}", crate::version::VERSION)
 }
 
-/// Build the client. Reads the TLS files, so it runs off the async workers.
-pub async fn build_client(opts: &OpenStackOptions) -> Result<reqwest::Client, String> {
-    let tls = opts.global.tls.clone();
-    let material = tokio::task::spawn_blocking(move || read_tls_files(&tls))
-        .await
-        .map_err(|e| format!("reading TLS files: {e}"))??;
-    // `no_proxy()` first: reqwest's own environment lookup (which also honours ALL_PROXY, for
-    // loopback too) is off; only the proxies from `opts.proxy`, added below, are used.
-    crate::tls::install_provider();
-    let mut b = reqwest::Client::builder()
-        .no_proxy()
-        .user_agent(user_agent())
-        .connect_timeout(opts.connect_timeout)
-        .timeout(opts.request_timeout)
-        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
-        // No more idle connections than requests may be in flight (`Http::limits`): a burst
-        // reuses them instead of leaving extra ones holding server threads.
-        .pool_max_idle_per_host(opts.api_concurrency().max(1))
-        .tcp_keepalive(TCP_KEEPALIVE)
-        // OpenStack APIs do not redirect; following one would resend X-Auth-Token elsewhere.
-        .redirect(reqwest::redirect::Policy::none());
-    if !material.roots.is_empty() {
-        b = b.tls_certs_merge(material.roots);
-    }
-    if let Some(id) = material.identity {
-        b = b.identity(id);
-    }
-    for proxy in proxies(&opts.proxy)? {
-        b = b.proxy(proxy);
-    }
-    if opts.global.tls.is_insecure() {
-        tracing::warn!(
-            auth_url = opts.global.auth_url.as_deref().unwrap_or_default(),
-            "tls-insecure is set: TLS certificates of Keystone, Cinder and Nova are NOT verified; \
-             anyone on the network path can impersonate them and capture the credentials. \
-             Use ca-file instead."
-        );
-        b = b.tls_danger_accept_invalid_certs(true);
-    }
-    b.build()
-        .map_err(|e| format!("building the HTTP client: {e}"))
-}
-
 /// Loopback never goes through a proxy (as in Go's `ProxyFromEnvironment`).
 const ALWAYS_DIRECT: &str = "localhost,127.0.0.1,::1";
 
-fn proxies(p: &ProxyOptions) -> Result<Vec<reqwest::Proxy>, String> {
-    let no_proxy = match &p.no_proxy {
-        Some(list) => format!("{list},{ALWAYS_DIRECT}"),
-        None => ALWAYS_DIRECT.to_string(),
-    };
-    let mut out = Vec::new();
+/// Which destinations go through which proxy; `None` when no proxy is set. A proxy URL that
+/// does not parse is an error naming its variable, with any password redacted.
+fn proxies(p: &ProxyOptions) -> Result<Option<Arc<Matcher>>, String> {
+    if p.http.is_none() && p.https.is_none() {
+        return Ok(None);
+    }
+    let mut m = Matcher::builder();
     for (key, url, https) in [
         ("HTTPS_PROXY", &p.https, true),
         ("HTTP_PROXY", &p.http, false),
     ] {
-        if let Some(url) = url {
-            let proxy = if https {
-                reqwest::Proxy::https(url.as_str())
-            } else {
-                reqwest::Proxy::http(url.as_str())
-            }
+        let Some(url) = url else { continue };
+        // As Go and curl read it: a proxy without a scheme is an http one.
+        let full = if url.contains("://") {
+            url.clone()
+        } else {
+            format!("http://{url}")
+        };
+        let parsed = reqwest::Url::parse(&full)
             .map_err(|e| format!("{key} {:?}: {e}", redact_userinfo(url)))?;
-            out.push(proxy.no_proxy(reqwest::NoProxy::from_string(&no_proxy)));
+        if parsed.host_str().is_none_or(str::is_empty) {
+            return Err(format!("{key} {:?}: no host in it", redact_userinfo(url)));
         }
+        m = if https { m.https(full) } else { m.http(full) };
     }
-    Ok(out)
-}
-
-struct TlsMaterial {
-    roots: Vec<Certificate>,
-    identity: Option<Identity>,
-}
-
-fn read_tls_files(tls: &TlsOptions) -> Result<TlsMaterial, String> {
-    let read = |key: &str, p: &std::path::Path| {
-        std::fs::read(p).map_err(|e| format!("{key} {}: {e}", p.display()))
+    let no_proxy = match &p.no_proxy {
+        Some(list) => format!("{list},{ALWAYS_DIRECT}"),
+        None => ALWAYS_DIRECT.to_string(),
     };
-    let mut roots = Vec::new();
-    if let Some(ca) = &tls.ca_file {
-        roots = Certificate::from_pem_bundle(&read("ca-file", ca)?)
-            .map_err(|e| format!("ca-file {}: not a PEM bundle: {e}", ca.display()))?;
-        if roots.is_empty() {
-            return Err(format!(
-                "ca-file {}: no certificate in it (expected PEM)",
-                ca.display()
-            ));
-        }
-    }
-    let identity = match (&tls.cert_file, &tls.key_file) {
-        (None, None) => None,
-        (Some(cert), Some(key)) => {
-            let mut pem = read("cert-file", cert)?;
-            pem.push(b'\n');
-            pem.extend(read("key-file", key)?);
-            Some(Identity::from_pem(&pem).map_err(|e| {
-                format!(
-                    "cert-file {} / key-file {}: not a PEM certificate and key: {e}",
-                    cert.display(),
-                    key.display()
-                )
-            })?)
-        }
-        _ => return Err("cert-file and key-file must be set together".into()),
-    };
-    Ok(TlsMaterial { roots, identity })
+    Ok(Some(Arc::new(m.no(no_proxy).build())))
 }
 
 /// A successful answer, body read.
@@ -152,19 +88,65 @@ impl Answer {
 /// Sends requests and records them.
 #[derive(Clone)]
 pub struct Http {
+    /// Builds requests (`client.get(url)` …); they are sent by [`Http::execute`] only.
     pub client: reqwest::Client,
+    transport: Arc<transport::Transport>,
     pub metrics: Arc<ApiMetrics>,
     /// Slots per endpoint: a request is sent (and its timeout starts) once it holds one.
     pub limits: Arc<EndpointLimits>,
 }
 
 impl Http {
-    pub fn new(client: reqwest::Client, metrics: Arc<ApiMetrics>, per_endpoint: usize) -> Self {
-        Self {
+    /// The client of one cloud: reads the TLS files (off the async workers), checks the
+    /// proxies, and opens nothing yet.
+    pub async fn build(opts: &OpenStackOptions, metrics: Arc<ApiMetrics>) -> Result<Self, String> {
+        let tls = opts.global.tls.clone();
+        let config = tokio::task::spawn_blocking(move || tls_config::client_config(&tls))
+            .await
+            .map_err(|e| format!("reading TLS files: {e}"))??;
+        let proxies = proxies(&opts.proxy)?;
+        if opts.global.tls.is_insecure() {
+            tracing::warn!(
+                auth_url = opts.global.auth_url.as_deref().unwrap_or_default(),
+                "tls-insecure is set: TLS certificates of Keystone, Cinder and Nova are NOT verified; \
+                 anyone on the network path can impersonate them and capture the credentials. \
+                 Use ca-file instead."
+            );
+        }
+        let per_endpoint = opts.api_concurrency().max(1);
+        let mut tcp = HttpConnector::new();
+        tcp.enforce_http(false);
+        tcp.set_nodelay(true);
+        tcp.set_keepalive(Some(TCP_KEEPALIVE));
+        tcp.set_connect_timeout(Some(opts.connect_timeout));
+        let connector = connect::Connector {
+            tcp,
+            tls: tokio_rustls::TlsConnector::from(Arc::new(config.clone())),
+            proxies,
+            limits: Arc::new(conns::ConnectionLimits::new(per_endpoint)),
+            connect_timeout: opts.connect_timeout,
+        };
+        // No more idle connections than requests may be in flight: a burst reuses them.
+        let transport = transport::Transport::new(
+            connector,
+            per_endpoint,
+            POOL_IDLE_TIMEOUT,
+            &user_agent(),
+            opts.request_timeout,
+        );
+        // Given our TLS settings so that building it loads no trusted roots a second time;
+        // it never connects.
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .tls_backend_preconfigured(config)
+            .build()
+            .map_err(|e| format!("building the HTTP client: {e}"))?;
+        Ok(Self {
             client,
+            transport: Arc::new(transport),
             metrics,
             limits: Arc::new(EndpointLimits::new(per_endpoint)),
-        }
+        })
     }
 
     /// Send `req` as operation `op`. 2xx is success; `also_ok` admits other statuses (the
@@ -207,23 +189,11 @@ impl Http {
         also_ok: &[u16],
     ) -> Result<Answer, (ApiError, bool)> {
         let started = Instant::now();
-        let result = async {
-            let resp = self.client.execute(req).await.map_err(|e| {
-                let broken = !e.is_timeout() && (e.is_request() || e.is_connect());
-                (ApiError::transport(op.name(), &e), broken)
-            })?;
-            let status = resp.status();
-            let headers = resp.headers().clone();
-            let body = resp
-                .bytes()
-                .await
-                .map_err(|e| (ApiError::transport(op.name(), &e), false))?;
-            Ok::<_, (ApiError, bool)>((status, headers, body))
-        }
-        .await;
+        let result = self.transport.send(req).await;
         let latency = started.elapsed();
         match result {
-            Ok((status, headers, body)) => {
+            Ok(reply) => {
+                let (status, headers) = (reply.status, reply.headers);
                 let ok = status.is_success() || also_ok.contains(&status.as_u16());
                 self.metrics.record(op, latency, !ok);
                 tracing::debug!(
@@ -236,16 +206,20 @@ impl Http {
                 if ok {
                     Ok(Answer {
                         headers,
-                        body: body.to_vec(),
+                        body: reply.body.to_vec(),
                     })
                 } else {
-                    Err((ApiError::from_response(status, &headers, &body), false))
+                    Err((
+                        ApiError::from_response(status, &headers, &reply.body),
+                        false,
+                    ))
                 }
             }
-            Err((e, broken)) => {
+            Err(e) => {
                 self.metrics.record(op, latency, true);
                 tracing::debug!(op = op.name(), latency_ms = latency.as_millis() as u64, error = %e, "openstack request failed");
-                Err((e, broken))
+                let broken = e.is_broken();
+                Err((ApiError::transport(op.name(), &e), broken))
             }
         }
     }
@@ -261,7 +235,12 @@ mod limit_tests;
 mod tests {
     use super::*;
     use crate::cloud::openstack::metrics::ApiMetrics;
+    use crate::config::TlsOptions;
     use std::path::PathBuf;
+
+    async fn build(o: &OpenStackOptions) -> Result<Http, String> {
+        Http::build(o, Arc::new(ApiMetrics::new())).await
+    }
 
     fn opts(tls: TlsOptions) -> OpenStackOptions {
         let mut o = OpenStackOptions::new("http://127.0.0.1:5000/v3", Default::default());
@@ -291,31 +270,34 @@ mod tests {
 
     #[tokio::test]
     async fn tls_file_problems_name_the_key() {
-        let e = build_client(&opts(TlsOptions {
+        let e = build(&opts(TlsOptions {
             ca_file: Some(PathBuf::from("/nonexistent/ca.pem")),
             ..Default::default()
         }))
         .await
-        .unwrap_err();
+        .err()
+        .unwrap();
         assert!(e.starts_with("ca-file /nonexistent/ca.pem"), "{e}");
 
         let dir = tempfile::tempdir().unwrap();
         let empty = dir.path().join("empty.pem");
         std::fs::write(&empty, "not a certificate\n").unwrap();
-        let e = build_client(&opts(TlsOptions {
+        let e = build(&opts(TlsOptions {
             ca_file: Some(empty.clone()),
             ..Default::default()
         }))
         .await
-        .unwrap_err();
+        .err()
+        .unwrap();
         assert!(e.contains("no certificate"), "{e}");
 
-        let e = build_client(&opts(TlsOptions {
+        let e = build(&opts(TlsOptions {
             cert_file: Some(empty),
             ..Default::default()
         }))
         .await
-        .unwrap_err();
+        .err()
+        .unwrap();
         assert!(e.contains("cert-file and key-file"), "{e}");
     }
 
@@ -354,26 +336,19 @@ mod tests {
             no_proxy: Some("direct.invalid".into()),
         };
         o.connect_timeout = std::time::Duration::from_secs(2);
-        let client = build_client(&o).await.unwrap();
-        let r = client
-            .get("http://keystone.invalid:5000/v3")
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status().as_u16(), 200);
+        let http = build(&o).await.unwrap();
+        let get = |url: &str| http.execute(Op::CinderVersions, http.client.get(url), &[]);
+        get("http://keystone.invalid:5000/v3").await.unwrap();
         assert_eq!(
             seen.lock().unwrap().as_slice(),
             ["GET http://keystone.invalid:5000/v3 HTTP/1.1"]
         );
         // NO_PROXY hosts and loopback go direct (and fail here: nothing listens).
-        assert!(client.get("http://direct.invalid/").send().await.is_err());
-        assert!(client.get("http://127.0.0.1:9/").send().await.is_err());
+        assert!(get("http://direct.invalid/").await.is_err());
+        assert!(get("http://127.0.0.1:9/").await.is_err());
         assert_eq!(seen.lock().unwrap().len(), 1);
         o.proxy.http = Some("::not a url".into());
-        assert!(build_client(&o)
-            .await
-            .unwrap_err()
-            .starts_with("HTTP_PROXY"));
+        assert!(build(&o).await.err().unwrap().starts_with("HTTP_PROXY"));
     }
 
     /// A server that drops the first connection after reading the request (as a keep-alive
@@ -407,11 +382,7 @@ mod tests {
     async fn safe_requests_are_resent_once_after_a_broken_connection() {
         use std::sync::atomic::Ordering;
         let (url, seen) = flaky_server().await;
-        let http = Http::new(
-            build_client(&opts(TlsOptions::default())).await.unwrap(),
-            std::sync::Arc::new(ApiMetrics::new()),
-            DEFAULT_PER_ENDPOINT,
-        );
+        let http = build(&opts(TlsOptions::default())).await.unwrap();
         http.execute(Op::VolumeGet, http.client.get(&url), &[])
             .await
             .expect("resent once");
@@ -432,8 +403,8 @@ mod tests {
 
     #[tokio::test]
     async fn plain_client_builds_with_and_without_verification() {
-        build_client(&opts(TlsOptions::default())).await.unwrap();
-        build_client(&opts(TlsOptions {
+        build(&opts(TlsOptions::default())).await.unwrap();
+        build(&opts(TlsOptions {
             insecure: Some(true),
             ..Default::default()
         }))
