@@ -3,11 +3,11 @@
 //! operation that made it knows what the request was about and turns it into a
 //! [`CloudError`] with [`ApiError::into_cloud`].
 
-use reqwest::header::HeaderMap;
-use reqwest::StatusCode;
+use http::HeaderMap;
+use http::StatusCode;
 
-use super::http::SendError;
 use crate::cloud::{CloudError, RequestId, Resource};
+use crate::http_client::SendError;
 
 /// Longest error message kept from a response body that is not an OpenStack error document.
 const MAX_RAW_MESSAGE: usize = 300;
@@ -237,7 +237,7 @@ fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use reqwest::header::HeaderValue;
+    use http::HeaderValue;
 
     fn err(status: u16, body: &str) -> ApiError {
         let mut h = HeaderMap::new();

@@ -1,37 +1,31 @@
-//! The HTTP client of one cloud (TLS, proxies, timeouts, User-Agent) and the single place where
-//! a request is sent: it is timed and counted, its request id captured, and an error status
-//! turned into an [`ApiError`]. Tokens and microversions are added by `api.rs`. Requests in
-//! flight (`limit.rs`), open connections (`conns.rs`) and idle connections are bounded per
-//! endpoint. The adapter builds requests with reqwest's builder; `transport.rs` sends them.
+//! The HTTP client of one cloud and the single place where a request is sent: it is timed and
+//! counted, its request id captured, and an error status turned into an [`ApiError`]. Tokens
+//! and microversions are added by `api.rs`. Requests in flight are bounded per endpoint here
+//! (`limit.rs`), open and idle connections by the transport (`crate::http_client`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hyper_util::client::legacy::connect::HttpConnector;
+use http::HeaderMap;
 use hyper_util::client::proxy::matcher::Matcher;
-use reqwest::header::HeaderMap;
-use reqwest::Method;
 use serde::de::DeserializeOwned;
 
 use super::errors::{request_id, ApiError};
 use super::metrics::ApiMetrics;
 use super::options::{redact_userinfo, OpenStackOptions, ProxyOptions};
 use crate::cloud::Op;
+use crate::http_client::{Outgoing, Settings, Transport};
 
-mod connect;
-mod conns;
-mod endpoint;
 mod limit;
-mod tls_config;
-mod transport;
 pub use limit::{EndpointLimits, Turn, DEFAULT_PER_ENDPOINT};
-pub use transport::SendError;
 
 /// Pooled connections idle longer than this are closed: below common server keep-alive
 /// timeouts (gunicorn 2 s, uWSGI 4 s, Apache 5 s), so an idle connection of ours neither holds
 /// a server thread for long nor is written into while the server closes it.
 pub const POOL_IDLE_TIMEOUT: Duration = Duration::from_millis(1500);
-const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
+
+/// Longest answer read: a page of 1,000 volumes with details is about 2 MB, a big catalog 1 MB.
+pub const MAX_ANSWER_BYTES: usize = 64 << 20;
 
 pub fn user_agent() -> String {
     format!("cinder-csi/{}", crate::version::VERSION)
@@ -42,7 +36,7 @@ const ALWAYS_DIRECT: &str = "localhost,127.0.0.1,::1";
 
 /// Which destinations go through which proxy; `None` when no proxy is set. A proxy URL that
 /// does not parse is an error naming its variable, with any password redacted.
-fn proxies(p: &ProxyOptions) -> Result<Option<Arc<Matcher>>, String> {
+fn proxies(p: &ProxyOptions) -> Result<Option<Matcher>, String> {
     if p.http.is_none() && p.https.is_none() {
         return Ok(None);
     }
@@ -58,8 +52,8 @@ fn proxies(p: &ProxyOptions) -> Result<Option<Arc<Matcher>>, String> {
         } else {
             format!("http://{url}")
         };
-        let parsed = reqwest::Url::parse(&full)
-            .map_err(|e| format!("{key} {:?}: {e}", redact_userinfo(url)))?;
+        let parsed =
+            url::Url::parse(&full).map_err(|e| format!("{key} {:?}: {e}", redact_userinfo(url)))?;
         if parsed.host_str().is_none_or(str::is_empty) {
             return Err(format!("{key} {:?}: no host in it", redact_userinfo(url)));
         }
@@ -69,7 +63,7 @@ fn proxies(p: &ProxyOptions) -> Result<Option<Arc<Matcher>>, String> {
         Some(list) => format!("{list},{ALWAYS_DIRECT}"),
         None => ALWAYS_DIRECT.to_string(),
     };
-    Ok(Some(Arc::new(m.no(no_proxy).build())))
+    Ok(Some(m.no(no_proxy).build()))
 }
 
 /// A successful answer, body read.
@@ -88,9 +82,7 @@ impl Answer {
 /// Sends requests and records them.
 #[derive(Clone)]
 pub struct Http {
-    /// Builds requests (`client.get(url)` …); they are sent by [`Http::execute`] only.
-    pub client: reqwest::Client,
-    transport: Arc<transport::Transport>,
+    transport: Arc<Transport>,
     pub metrics: Arc<ApiMetrics>,
     /// Slots per endpoint: a request is sent (and its timeout starts) once it holds one.
     pub limits: Arc<EndpointLimits>,
@@ -100,11 +92,28 @@ impl Http {
     /// The client of one cloud: reads the TLS files (off the async workers), checks the
     /// proxies, and opens nothing yet.
     pub async fn build(opts: &OpenStackOptions, metrics: Arc<ApiMetrics>) -> Result<Self, String> {
-        let tls = opts.global.tls.clone();
-        let config = tokio::task::spawn_blocking(move || tls_config::client_config(&tls))
-            .await
-            .map_err(|e| format!("reading TLS files: {e}"))??;
         let proxies = proxies(&opts.proxy)?;
+        let per_endpoint = opts.api_concurrency().max(1);
+        let (tls, connect_timeout, request_timeout) = (
+            opts.global.tls.clone(),
+            opts.connect_timeout,
+            opts.request_timeout,
+        );
+        let transport = tokio::task::spawn_blocking(move || {
+            Transport::new(Settings {
+                tls: Some(&tls),
+                proxies,
+                // No more connections than requests may be in flight: a burst reuses them.
+                per_endpoint,
+                idle_for: POOL_IDLE_TIMEOUT,
+                connect_timeout,
+                request_timeout,
+                max_body: MAX_ANSWER_BYTES,
+                user_agent: &user_agent(),
+            })
+        })
+        .await
+        .map_err(|e| format!("reading TLS files: {e}"))??;
         if opts.global.tls.is_insecure() {
             tracing::warn!(
                 auth_url = opts.global.auth_url.as_deref().unwrap_or_default(),
@@ -113,36 +122,7 @@ impl Http {
                  Use ca-file instead."
             );
         }
-        let per_endpoint = opts.api_concurrency().max(1);
-        let mut tcp = HttpConnector::new();
-        tcp.enforce_http(false);
-        tcp.set_nodelay(true);
-        tcp.set_keepalive(Some(TCP_KEEPALIVE));
-        tcp.set_connect_timeout(Some(opts.connect_timeout));
-        let connector = connect::Connector {
-            tcp,
-            tls: tokio_rustls::TlsConnector::from(Arc::new(config.clone())),
-            proxies,
-            limits: Arc::new(conns::ConnectionLimits::new(per_endpoint)),
-            connect_timeout: opts.connect_timeout,
-        };
-        // No more idle connections than requests may be in flight: a burst reuses them.
-        let transport = transport::Transport::new(
-            connector,
-            per_endpoint,
-            POOL_IDLE_TIMEOUT,
-            &user_agent(),
-            opts.request_timeout,
-        );
-        // Given our TLS settings so that building it loads no trusted roots a second time;
-        // it never connects.
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .tls_backend_preconfigured(config)
-            .build()
-            .map_err(|e| format!("building the HTTP client: {e}"))?;
         Ok(Self {
-            client,
             transport: Arc::new(transport),
             metrics,
             limits: Arc::new(EndpointLimits::new(per_endpoint)),
@@ -155,21 +135,16 @@ impl Http {
     pub async fn execute(
         &self,
         op: Op,
-        req: reqwest::RequestBuilder,
+        req: Outgoing,
         also_ok: &[u16],
     ) -> Result<Answer, ApiError> {
-        let req = req
-            .build()
-            .map_err(|e| ApiError::bad_answer(op.name(), format!("building the request: {e}")))?;
         // Held until the answer is read, and across the one resend below: a retry takes no
         // second slot, so retries never pile up on an endpoint that is already busy.
-        let _slot = self.limits.acquire(req.url(), Turn::of(req.method())).await;
+        let _slot = self.limits.acquire(&req.url, Turn::of(&req.method)).await;
         // A server may close an idle keep-alive connection just as we reuse it ("connection
         // closed before message completed"). Like Go's transport (upstream's), resend once
         // when that happens to a request that is safe to repeat (GET, HEAD).
-        let replay = matches!(*req.method(), Method::GET | Method::HEAD)
-            .then(|| req.try_clone())
-            .flatten();
+        let replay = req.is_safe().then(|| req.clone());
         match self.attempt(op, req, also_ok).await {
             Err((e, true)) if replay.is_some() => {
                 tracing::debug!(op = op.name(), error = %e, "resending a safe request once");
@@ -185,7 +160,7 @@ impl Http {
     async fn attempt(
         &self,
         op: Op,
-        req: reqwest::Request,
+        req: Outgoing,
         also_ok: &[u16],
     ) -> Result<Answer, (ApiError, bool)> {
         let started = Instant::now();
@@ -237,6 +212,14 @@ mod tests {
     use crate::cloud::openstack::metrics::ApiMetrics;
     use crate::config::TlsOptions;
     use std::path::PathBuf;
+
+    fn get(url: &str) -> Outgoing {
+        Outgoing::to(http::Method::GET, url).unwrap()
+    }
+
+    fn post(url: &str) -> Outgoing {
+        Outgoing::to(http::Method::POST, url).unwrap()
+    }
 
     async fn build(o: &OpenStackOptions) -> Result<Http, String> {
         Http::build(o, Arc::new(ApiMetrics::new())).await
@@ -337,15 +320,15 @@ mod tests {
         };
         o.connect_timeout = std::time::Duration::from_secs(2);
         let http = build(&o).await.unwrap();
-        let get = |url: &str| http.execute(Op::CinderVersions, http.client.get(url), &[]);
-        get("http://keystone.invalid:5000/v3").await.unwrap();
+        let fetch = |url: &str| http.execute(Op::CinderVersions, get(url), &[]);
+        fetch("http://keystone.invalid:5000/v3").await.unwrap();
         assert_eq!(
             seen.lock().unwrap().as_slice(),
             ["GET http://keystone.invalid:5000/v3 HTTP/1.1"]
         );
         // NO_PROXY hosts and loopback go direct (and fail here: nothing listens).
-        assert!(get("http://direct.invalid/").await.is_err());
-        assert!(get("http://127.0.0.1:9/").await.is_err());
+        assert!(fetch("http://direct.invalid/").await.is_err());
+        assert!(fetch("http://127.0.0.1:9/").await.is_err());
         assert_eq!(seen.lock().unwrap().len(), 1);
         o.proxy.http = Some("::not a url".into());
         assert!(build(&o).await.err().unwrap().starts_with("HTTP_PROXY"));
@@ -383,7 +366,7 @@ mod tests {
         use std::sync::atomic::Ordering;
         let (url, seen) = flaky_server().await;
         let http = build(&opts(TlsOptions::default())).await.unwrap();
-        http.execute(Op::VolumeGet, http.client.get(&url), &[])
+        http.execute(Op::VolumeGet, get(&url), &[])
             .await
             .expect("resent once");
         assert_eq!(seen.load(Ordering::SeqCst), 2);
@@ -394,7 +377,7 @@ mod tests {
         );
         // A POST is not repeated: it may have been acted on.
         let err = http
-            .execute(Op::VolumeCreate, http.client.post(&url), &[])
+            .execute(Op::VolumeCreate, post(&url), &[])
             .await
             .unwrap_err();
         assert!(err.status.is_none(), "{err}");

@@ -16,6 +16,12 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 
 use super::*;
+use crate::http_client::Outgoing;
+use http::Method;
+
+fn to(method: Method, url: &str) -> Outgoing {
+    Outgoing::to(method, url).unwrap()
+}
 use crate::cloud::openstack::metrics::ApiMetrics;
 
 #[derive(Default)]
@@ -96,15 +102,15 @@ async fn client(per_endpoint: usize) -> Http {
 async fn storm(http: &Http, url: &str, n: usize) {
     storm_of(http, n, |i| {
         if i % 2 == 0 {
-            (Op::VolumeGet, http.client.get(url))
+            (Op::VolumeGet, to(Method::GET, url))
         } else {
-            (Op::VolumeCreate, http.client.post(url))
+            (Op::VolumeCreate, to(Method::POST, url))
         }
     })
     .await
 }
 
-async fn storm_of(http: &Http, n: usize, call: impl Fn(usize) -> (Op, reqwest::RequestBuilder)) {
+async fn storm_of(http: &Http, n: usize, call: impl Fn(usize) -> (Op, Outgoing)) {
     let calls = (0..n).map(|i| {
         let (op, rb) = call(i);
         http.execute(op, rb, &[])
@@ -164,7 +170,7 @@ async fn a_delete_storm_keeps_to_its_connections_too() {
     let (url, seen) = server_answering(Duration::from_millis(5), Answer::Empty).await;
     let http = client(C).await;
     for _ in 0..3 {
-        storm_of(&http, N, |_| (Op::VolumeDelete, http.client.delete(&url))).await;
+        storm_of(&http, N, |_| (Op::VolumeDelete, to(Method::DELETE, &url))).await;
     }
     let connections = seen.connections.load(Ordering::SeqCst);
     let max_open = seen.max_open.load(Ordering::SeqCst);
@@ -221,7 +227,7 @@ async fn the_timeout_counts_from_sending_not_from_waiting_for_a_slot() {
     o.request_timeout = Duration::from_secs(1);
     o.block_storage.api_concurrency = Some(1);
     let http = Http::build(&o, Arc::new(ApiMetrics::new())).await.unwrap();
-    let calls = (0..5).map(|_| http.execute(Op::VolumeGet, http.client.get(&url), &[]));
+    let calls = (0..5).map(|_| http.execute(Op::VolumeGet, to(Method::GET, &url), &[]));
     for r in futures::future::join_all(calls).await {
         r.expect("no request timed out while it waited for a slot");
     }

@@ -9,6 +9,12 @@ use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 use super::*;
+use crate::http_client::Outgoing;
+use http::Method;
+
+fn to(method: Method, url: &str) -> Outgoing {
+    Outgoing::to(method, url).unwrap()
+}
 use crate::cloud::openstack::metrics::ApiMetrics;
 use crate::config::TlsOptions;
 
@@ -103,7 +109,7 @@ async fn get(tls: TlsOptions, url: &str) -> Result<(), ApiError> {
     let mut o = OpenStackOptions::new("https://127.0.0.1/v3", Default::default());
     o.global.tls = tls;
     let http = Http::build(&o, Arc::new(ApiMetrics::new())).await.unwrap();
-    http.execute(Op::CinderVersions, http.client.get(url), &[])
+    http.execute(Op::CinderVersions, to(Method::GET, url), &[])
         .await
         .map(|_| ())
 }

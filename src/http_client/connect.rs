@@ -27,7 +27,8 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 #[derive(Clone)]
 pub struct Connector {
     pub tcp: HttpConnector,
-    pub tls: tokio_rustls::TlsConnector,
+    /// `None`: this client speaks plain http only (the metadata service's usual URL).
+    pub tls: Option<tokio_rustls::TlsConnector>,
     /// Which destinations go through which proxy; `None`: all direct.
     pub proxies: Option<Arc<Matcher>>,
     pub limits: Arc<ConnectionLimits>,
@@ -83,12 +84,16 @@ impl Connector {
             Some(p) => (self.tcp.clone().oneshot(p.uri().clone()).await?, true),
         };
         let stream = if https {
+            let tls = self
+                .tls
+                .as_ref()
+                .ok_or_else(|| format!("{dst}: this client has no TLS settings"))?;
             let host = dst.host().unwrap_or_default();
             let name = ServerName::try_from(host.trim_start_matches('[').trim_end_matches(']'))
                 .map_err(|e| format!("{host}: not a TLS server name: {e}"))?
                 .to_owned();
             Stream::Tls(Box::new(TokioIo::new(
-                self.tls.connect(name, tcp.into_inner()).await?,
+                tls.connect(name, tcp.into_inner()).await?,
             )))
         } else {
             Stream::Plain(tcp)
