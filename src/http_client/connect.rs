@@ -1,8 +1,7 @@
-//! How a connection to an API is opened: a permit of its endpoint first (`conns.rs`), then
-//! TCP to the API or to the proxy that applies (a CONNECT tunnel for https), then TLS for
-//! https. The connection holds the permit until it closes.
+//! How a connection to an API is opened: TCP to the API or to the proxy that applies (a
+//! CONNECT tunnel for https), then TLS for https, all within the connect timeout. How many are
+//! open, and when a new one is opened, is the pool's (`pool.rs`).
 
-use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -10,20 +9,17 @@ use std::time::Duration;
 
 use hyper::rt::{Read, ReadBufCursor, Write};
 use hyper_util::client::legacy::connect::proxy::Tunnel;
-use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
+use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::proxy::matcher::Matcher;
 use hyper_util::rt::TokioIo;
 use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
-use tokio::sync::OwnedSemaphorePermit;
 use tokio_rustls::client::TlsStream;
 use tower::ServiceExt;
 
-use super::conns::ConnectionLimits;
-
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// Opens connections for the pool (a `tower::Service<Uri>`, as hyper's client wants).
+/// Opens connections for the pool.
 #[derive(Clone)]
 pub struct Connector {
     pub tcp: HttpConnector,
@@ -31,40 +27,17 @@ pub struct Connector {
     pub tls: Option<tokio_rustls::TlsConnector>,
     /// Which destinations go through which proxy; `None`: all direct.
     pub proxies: Option<Arc<Matcher>>,
-    pub limits: Arc<ConnectionLimits>,
-    /// Bound on waiting for a permit, and again on opening the connection once it has one
-    /// (TCP, proxy tunnel, TLS handshake): `connect_timeout`. A connection the pool opens in
-    /// the background must not hold a permit for ever on a handshake that hangs.
+    /// TCP, proxy tunnel and TLS handshake together.
     pub connect_timeout: Duration,
 }
 
-impl tower::Service<http::Uri> for Connector {
-    type Response = Conn;
-    type Error = BoxError;
-    type Future = Pin<Box<dyn Future<Output = Result<Conn, BoxError>> + Send>>;
-
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, dst: http::Uri) -> Self::Future {
-        let me = self.clone();
-        Box::pin(async move { me.open(dst).await })
-    }
-}
-
 impl Connector {
-    async fn open(self, dst: http::Uri) -> Result<Conn, BoxError> {
-        let permit = self.limits.acquire(&dst, self.connect_timeout).await?;
+    pub async fn open(&self, dst: http::Uri) -> Result<Conn, BoxError> {
         let within = self.connect_timeout;
         let (stream, proxied) = tokio::time::timeout(within, self.open_stream(&dst))
             .await
             .map_err(|_| format!("connecting to {dst} took longer than {within:?}"))??;
-        Ok(Conn {
-            stream,
-            proxied,
-            _permit: permit,
-        })
+        Ok(Conn { stream, proxied })
     }
 
     /// The stream to `dst` and whether requests on it go to a proxy in absolute form.
@@ -108,16 +81,16 @@ enum Stream {
     Tls(Box<TokioIo<TlsStream<TcpStream>>>),
 }
 
-/// One open connection; its endpoint's permit is released when hyper drops it (closed).
+/// One open connection.
 pub struct Conn {
     stream: Stream,
     proxied: bool,
-    _permit: OwnedSemaphorePermit,
 }
 
-impl Connection for Conn {
-    fn connected(&self) -> Connected {
-        Connected::new().proxy(self.proxied)
+impl Conn {
+    /// Requests on it go to a proxy, in absolute form.
+    pub fn proxied(&self) -> bool {
+        self.proxied
     }
 }
 

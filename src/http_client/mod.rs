@@ -1,11 +1,11 @@
 //! The HTTP client of the adapters (Keystone, Cinder and Nova; the metadata service): hyper's
-//! pooled HTTP/1.1 client over connections opened here, at most N open per endpoint
-//! (`conns.rs` says why reqwest's pool would not do), through a proxy when one applies, TLS
+//! pooled HTTP/1.1 connections, at most N open per endpoint and reused before new ones are
+//! opened (`pool.rs` says why no stock pool would do), through a proxy when one applies, TLS
 //! with the system's roots plus `ca-file`.
 
 mod connect;
-mod conns;
 mod endpoint;
+mod pool;
 mod request;
 mod tls_config;
 mod transport;

@@ -1,21 +1,18 @@
-//! Sends one request and reads its whole answer over the pooled connections: hyper's HTTP/1.1
-//! client with keep-alive, at most N idle connections per endpoint, idle ones closed after
-//! `idle_for`, and new ones opened by `connect.rs` (at most N open per endpoint).
+//! Sends one request and reads its whole answer over a pooled HTTP/1.1 connection (`pool.rs`:
+//! at most N open per endpoint, idle ones closed after `idle_for`; `connect.rs` opens them).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{HeaderValue, ACCEPT, PROXY_AUTHORIZATION, USER_AGENT};
+use http::header::{HeaderValue, ACCEPT, HOST, PROXY_AUTHORIZATION, USER_AGENT};
 use http::{HeaderMap, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
 use hyper_util::client::proxy::matcher::Matcher;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use super::connect::{BoxError, Connector};
-use super::conns::ConnectionLimits;
+use super::pool::Pool;
 use super::request::Outgoing;
 use super::tls_config;
 use crate::config::TlsOptions;
@@ -115,7 +112,7 @@ impl std::error::Error for SendError {
 }
 
 pub struct Transport {
-    client: Client<Connector, Full<Bytes>>,
+    pool: Pool,
     proxies: Option<Arc<Matcher>>,
     user_agent: HeaderValue,
     timeout: Duration,
@@ -143,17 +140,10 @@ impl Transport {
             tcp,
             tls,
             proxies: proxies.clone(),
-            limits: Arc::new(ConnectionLimits::new(per_endpoint)),
             connect_timeout: settings.connect_timeout,
         };
-        let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(settings.idle_for)
-            .pool_max_idle_per_host(per_endpoint)
-            // Without a timer the pool never closes idle connections.
-            .pool_timer(TokioTimer::new())
-            .build(connector);
         Ok(Self {
-            client,
+            pool: Pool::new(connector, per_endpoint, settings.idle_for),
             proxies,
             user_agent: HeaderValue::from_str(settings.user_agent)
                 .unwrap_or_else(|_| HeaderValue::from_static("cinder-csi")),
@@ -166,7 +156,7 @@ impl Transport {
     pub async fn send(&self, req: Outgoing) -> Result<Reply, SendError> {
         let url = req.url.to_string();
         let timeout = req.timeout.unwrap_or(self.timeout);
-        let req = self.to_http(req).map_err(|source| SendError::Send {
+        let (uri, req) = self.to_http(req).map_err(|source| SendError::Send {
             url: url.clone(),
             source,
         })?;
@@ -176,24 +166,34 @@ impl Transport {
             after: timeout,
             in_body,
         };
-        let resp = tokio::time::timeout_at(deadline, self.client.request(req))
+        let exchange = async {
+            let mut lease =
+                self.pool
+                    .checkout(&uri)
+                    .await
+                    .map_err(|source| SendError::Connect {
+                        url: url.clone(),
+                        source,
+                    })?;
+            let mut req = req;
+            // Origin form to the API, absolute form to a proxy.
+            if !lease.proxied {
+                let origin = uri.path_and_query().map_or("/", |p| p.as_str());
+                *req.uri_mut() = origin.parse().expect("a path and query is a URI");
+            }
+            let resp = lease
+                .sender()
+                .send_request(req)
+                .await
+                .map_err(|e| SendError::Send {
+                    url: url.clone(),
+                    source: Box::new(e),
+                })?;
+            Ok::<_, SendError>((lease, resp))
+        };
+        let (lease, resp) = tokio::time::timeout_at(deadline, exchange)
             .await
-            .map_err(|_| timed_out(false))?
-            .map_err(|e| {
-                let connect = e.is_connect();
-                let source: BoxError = Box::new(e);
-                if connect {
-                    SendError::Connect {
-                        url: url.clone(),
-                        source,
-                    }
-                } else {
-                    SendError::Send {
-                        url: url.clone(),
-                        source,
-                    }
-                }
-            })?;
+            .map_err(|_| timed_out(false))??;
         let (parts, body) = resp.into_parts();
         let too_large = || SendError::TooLarge {
             url: url.clone(),
@@ -221,6 +221,9 @@ impl Transport {
                 }
             })?
             .to_bytes();
+        // Only a whole answer frees the connection for the next request; on any error above
+        // the lease is dropped and the connection closed.
+        lease.give_back().await;
         Ok(Reply {
             status: parts.status,
             headers: parts.headers,
@@ -231,7 +234,7 @@ impl Transport {
     /// The request as hyper takes it, with User-Agent and Accept unless set, and the proxy's
     /// credentials for a plain-http request through one (an https one gives them to the
     /// CONNECT, in `connect.rs`).
-    fn to_http(&self, req: Outgoing) -> Result<http::Request<Full<Bytes>>, BoxError> {
+    fn to_http(&self, req: Outgoing) -> Result<(http::Uri, http::Request<Full<Bytes>>), BoxError> {
         let mut headers = req.headers;
         headers
             .entry(USER_AGENT)
@@ -240,6 +243,12 @@ impl Transport {
             .entry(ACCEPT)
             .or_insert_with(|| HeaderValue::from_static("*/*"));
         let uri: http::Uri = req.url.as_str().parse()?;
+        // The pool's connections are bare HTTP/1.1: Host is ours to send.
+        let host = match req.url.port() {
+            Some(p) => format!("{}:{p}", req.url.host_str().unwrap_or_default()),
+            None => req.url.host_str().unwrap_or_default().to_string(),
+        };
+        headers.insert(HOST, HeaderValue::from_str(&host)?);
         if uri.scheme_str() == Some("http") {
             if let Some(auth) = self
                 .proxies
@@ -252,8 +261,8 @@ impl Transport {
         }
         let mut out = http::Request::new(Full::new(req.body));
         *out.method_mut() = req.method;
-        *out.uri_mut() = uri;
+        *out.uri_mut() = uri.clone();
         *out.headers_mut() = headers;
-        Ok(out)
+        Ok((uri, out))
     }
 }
