@@ -220,6 +220,7 @@ pub async fn phases_of(
     phases: &mut Vec<Phase>,
 ) -> Result<(), String> {
     let watch = Direct::new(cloud).await?;
+    let _warm = watch.keep_warm();
     let server = cloud.node(1, "ID").to_string();
     let ids = phase(phases, relay, n, |i| {
         let mut c = client.clone();
