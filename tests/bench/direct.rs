@@ -83,7 +83,9 @@ impl Direct {
         let me = self.clone();
         WarmGuard(tokio::spawn(async move {
             loop {
-                let _ = me.call(reqwest::Method::GET, "/volumes?limit=1", None).await;
+                let _ = me
+                    .call(reqwest::Method::GET, "/volumes?limit=1", None)
+                    .await;
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }))
