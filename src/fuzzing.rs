@@ -5,9 +5,9 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use http::HeaderMap;
+use http::StatusCode;
 use prost::Message;
-use reqwest::header::HeaderMap;
-use reqwest::StatusCode;
 
 use crate::cloud::openstack::dto;
 use crate::cloud::{CopyKind, Resource, Server, ServerAttachment, Volume, VolumeType};

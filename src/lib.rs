@@ -15,6 +15,7 @@ pub mod demo;
 pub mod doctor;
 pub mod driver;
 pub mod host;
+pub mod http_client;
 pub mod http_endpoint;
 pub mod memory;
 pub mod metadata;

@@ -84,7 +84,14 @@ fn no_grpc_below_csi() {
 fn driver_core_has_no_io_crates() {
     let v = violations(
         "driver",
-        &["reqwest", "nix::", "sys_mount", "libc::", "hyper::"],
+        &[
+            "reqwest",
+            "nix::",
+            "sys_mount",
+            "libc::",
+            "hyper::",
+            "http_client",
+        ],
     );
     assert!(
         v.is_empty(),

@@ -6,12 +6,15 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use reqwest::{header, StatusCode, Url};
+use http::header::{HeaderValue, ACCEPT};
+use http::{Method, StatusCode};
+use url::Url;
 
 use super::document::{MetaData, MAX_DOCUMENT_BYTES};
 use super::options::Timeouts;
 use super::port::{InstanceMetadata, Metadata, MetadataError};
-use crate::config::DEFAULT_METADATA_URL;
+use crate::config::{TlsOptions, DEFAULT_METADATA_URL};
+use crate::http_client::{Outgoing, SendError, Settings, Transport};
 
 /// Tries per lookup, the first included.
 pub const ATTEMPTS: u32 = 3;
@@ -35,7 +38,7 @@ impl Default for Retry {
 }
 
 pub struct MetadataService {
-    client: reqwest::Client,
+    client: Transport,
     url: Url,
     timeouts: Timeouts,
     retry: Retry,
@@ -58,14 +61,19 @@ impl MetadataService {
                     "metadata URL {url:?} is not an http(s) URL (default {DEFAULT_METADATA_URL})"
                 ))
             })?;
-        crate::tls::install_provider();
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .connect_timeout(timeouts.connect)
-            .timeout(timeouts.request)
-            .user_agent(concat!("cinder-csi/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| MetadataError::Invalid(format!("cannot build an HTTP client: {e}")))?;
+        // TLS (and the system's trusted roots) only for an https URL; never a proxy.
+        let tls = TlsOptions::default();
+        let client = Transport::new(Settings {
+            tls: (parsed.scheme() == "https").then_some(&tls),
+            proxies: None,
+            per_endpoint: 1,
+            idle_for: Duration::from_secs(1),
+            connect_timeout: timeouts.connect,
+            request_timeout: timeouts.request,
+            max_body: MAX_DOCUMENT_BYTES as usize,
+            user_agent: concat!("cinder-csi/", env!("CARGO_PKG_VERSION")),
+        })
+        .map_err(|e| MetadataError::Invalid(format!("cannot build an HTTP client: {e}")))?;
         Ok(Self {
             client,
             url: parsed,
@@ -110,14 +118,19 @@ impl MetadataService {
     }
 
     async fn fetch_once(&self) -> Result<Vec<u8>, Failure> {
-        let mut response = self
-            .client
-            .get(self.url.clone())
-            .header(header::ACCEPT, "application/json")
-            .send()
-            .await
-            .map_err(|e| Failure::Transient(self.describe(&e)))?;
-        let status = response.status();
+        let req = Outgoing::new(Method::GET, self.url.clone())
+            .header(ACCEPT, HeaderValue::from_static("application/json"));
+        let reply = match self.client.send(req).await {
+            Ok(r) => r,
+            // The transport reads no more than MAX_DOCUMENT_BYTES, whatever Content-Length says.
+            Err(SendError::TooLarge { .. }) => {
+                return Err(Failure::Final(MetadataError::Invalid(format!(
+                    "document is more than the {MAX_DOCUMENT_BYTES} bytes a meta_data.json may have"
+                ))))
+            }
+            Err(e) => return Err(Failure::Transient(self.describe(&e))),
+        };
+        let status = reply.status;
         if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
             return Err(Failure::Transient(format!("HTTP {status}")));
         }
@@ -127,37 +140,14 @@ impl MetadataService {
                 "HTTP {status}"
             ))));
         }
-        let too_large = |n: u64| {
-            Failure::Final(MetadataError::Invalid(format!(
-                "document is {n} bytes or more, more than the {MAX_DOCUMENT_BYTES} a \
-                 meta_data.json may have"
-            )))
-        };
-        if let Some(n) = response
-            .content_length()
-            .filter(|n| *n > MAX_DOCUMENT_BYTES)
-        {
-            return Err(too_large(n));
-        }
-        // Read by chunks so a missing or lying Content-Length cannot make us buffer more.
-        let mut body = Vec::new();
-        while let Some(chunk) = response
-            .chunk()
-            .await
-            .map_err(|e| Failure::Transient(format!("reading the body: {}", self.describe(&e))))?
-        {
-            if (body.len() + chunk.len()) as u64 > MAX_DOCUMENT_BYTES {
-                return Err(too_large((body.len() + chunk.len()) as u64));
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok(body)
+        Ok(reply.body.to_vec())
     }
 
-    fn describe(&self, e: &reqwest::Error) -> String {
-        if e.is_timeout() {
+    fn describe(&self, e: &SendError) -> String {
+        if let SendError::Timeout { in_body, .. } = e {
             format!(
-                "no answer within {}s (connect timeout {}s)",
+                "{}no answer within {}s (connect timeout {}s)",
+                if *in_body { "reading the body: " } else { "" },
                 self.timeouts.request.as_secs_f64(),
                 self.timeouts.connect.as_secs_f64()
             )

@@ -14,6 +14,7 @@ use super::openstack_support::Cloud;
 /// is 4-8 here; more only queues in the server).
 const CONCURRENCY: usize = 4;
 
+#[derive(Clone)]
 pub struct Direct {
     http: reqwest::Client,
     token: String,
@@ -71,6 +72,23 @@ impl Direct {
             return Err(format!("{method} {path}: {status}: {text}"));
         }
         Ok(serde_json::from_str(&text).unwrap_or(serde_json::Value::Null))
+    }
+
+    /// Until the guard drops, one small GET per second on the bench's connection, so that it
+    /// stays open (uWSGI closes idle ones after 4 s). A check after a phase then goes over it
+    /// at once instead of over a new connection, which after a storm waits for a cinder-api
+    /// thread while nova's idle connections hold them (seconds, charged to whichever driver
+    /// the check followed). Both drivers' storms run with it.
+    pub fn keep_warm(&self) -> WarmGuard {
+        let me = self.clone();
+        WarmGuard(tokio::spawn(async move {
+            loop {
+                let _ = me
+                    .call(reqwest::Method::GET, "/volumes?limit=1", None)
+                    .await;
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }))
     }
 
     /// Status of every volume of the project whose name starts with `prefix` (all pages).
@@ -180,5 +198,14 @@ impl Direct {
         self.until(&ids, |s| s.is_none(), Duration::from_secs(600))
             .await
             .map(drop)
+    }
+}
+
+/// Stops [`Direct::keep_warm`] when dropped.
+pub struct WarmGuard(tokio::task::JoinHandle<()>);
+
+impl Drop for WarmGuard {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }

@@ -93,6 +93,17 @@ impl Drop for Driver {
         let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
         let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
         let _ = self.child.wait();
+        // STORM_KEEP_LOGS=DIR keeps each driver's log (e.g. run with --log-level=debug: every
+        // request with its latency) as DIR/<pid>.log; the temp dir goes with the driver.
+        if let Some(dir) = std::env::var_os("STORM_KEEP_LOGS") {
+            let to = std::path::Path::new(&dir).join(format!("{}.log", self.child.id()));
+            if std::fs::create_dir_all(&dir)
+                .and_then(|_| std::fs::copy(&self.log, &to))
+                .is_ok()
+            {
+                println!("driver log kept: {}", to.display());
+            }
+        }
     }
 }
 
@@ -209,6 +220,7 @@ pub async fn phases_of(
     phases: &mut Vec<Phase>,
 ) -> Result<(), String> {
     let watch = Direct::new(cloud).await?;
+    let _warm = watch.keep_warm();
     let server = cloud.node(1, "ID").to_string();
     let ids = phase(phases, relay, n, |i| {
         let mut c = client.clone();

@@ -2,8 +2,8 @@
 //! header, the negotiated microversion, and exactly one re-authentication and retry when a
 //! service answers 401 (the token was revoked or expired early).
 
-use reqwest::header::HeaderValue;
-use reqwest::Method;
+use http::header::{HeaderName, HeaderValue};
+use http::Method;
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
@@ -15,6 +15,7 @@ use super::microversion::{
     NOVA_WANTED,
 };
 use crate::cloud::{CloudError, Op, Resource};
+use crate::http_client::Outgoing;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Svc {
@@ -180,29 +181,32 @@ impl Api {
                 CloudError::Internal("Keystone issued a token that is not a header value".into())
             })?;
             token.set_sensitive(true);
-            let mut rb = self
-                .http
-                .client
-                .request(req.method.clone(), join(base, &req.path))
-                .header("X-Auth-Token", token);
-            if !req.query.is_empty() {
-                rb = rb.query(&req.query);
-            }
+            let mut out = Outgoing::to(req.method.clone(), &join(base, &req.path))
+                .map_err(CloudError::Internal)?
+                .query(req.query.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                .header(HeaderName::from_static("x-auth-token"), token);
             if let Some(v) = version {
-                rb = match svc {
-                    Svc::Cinder => rb.header("OpenStack-API-Version", format!("volume {v}")),
-                    Svc::Nova => rb
-                        .header("OpenStack-API-Version", format!("compute {v}"))
-                        .header("X-OpenStack-Nova-API-Version", v.to_string()),
+                let value = |s: String| {
+                    HeaderValue::from_str(&s).expect("a microversion is a header value")
+                };
+                let api_version = HeaderName::from_static("openstack-api-version");
+                out = match svc {
+                    Svc::Cinder => out.header(api_version, value(format!("volume {v}"))),
+                    Svc::Nova => out
+                        .header(api_version, value(format!("compute {v}")))
+                        .header(
+                            HeaderName::from_static("x-openstack-nova-api-version"),
+                            value(v.to_string()),
+                        ),
                 };
             }
             if let Some(body) = &req.body {
-                rb = rb.json(body);
+                out = out.json(body);
             }
             if let Some(t) = req.timeout {
-                rb = rb.timeout(t);
+                out = out.timeout(t);
             }
-            match self.http.execute(req.op, rb, &[]).await {
+            match self.http.execute(req.op, out, &[]).await {
                 Err(e) if e.is_status(401) && !retried => {
                     tracing::info!(
                         op = req.op.name(),
@@ -240,7 +244,11 @@ impl Api {
         let root = service_root(&endpoint);
         let first = match self
             .http
-            .execute(op, self.http.client.get(&root), &[300])
+            .execute(
+                op,
+                Outgoing::to(Method::GET, &root).map_err(CloudError::Internal)?,
+                &[300],
+            )
             .await
         {
             Ok(ans) => parse_versions(&ans.body, prefix, base),

@@ -5,7 +5,7 @@
 //! Restoring a backup is a volume create with `backup_id` (volumes.rs, 3.47).
 
 use async_trait::async_trait;
-use reqwest::Method;
+use http::Method;
 use serde_json::{json, Map};
 use tokio::time::Instant;
 

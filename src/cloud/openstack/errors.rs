@@ -3,10 +3,11 @@
 //! operation that made it knows what the request was about and turns it into a
 //! [`CloudError`] with [`ApiError::into_cloud`].
 
-use reqwest::header::HeaderMap;
-use reqwest::StatusCode;
+use http::HeaderMap;
+use http::StatusCode;
 
 use crate::cloud::{CloudError, RequestId, Resource};
+use crate::http_client::SendError;
 
 /// Longest error message kept from a response body that is not an OpenStack error document.
 const MAX_RAW_MESSAGE: usize = 300;
@@ -35,9 +36,9 @@ impl ApiError {
         }
     }
 
-    /// No answer. reqwest's message names the URL and the cause (timeout, refused, reset);
-    /// URLs carry ids and filters, never credentials.
-    pub fn transport(what: &str, err: &reqwest::Error) -> Self {
+    /// No answer. The message names the URL and the cause (timeout, refused, reset); URLs
+    /// carry ids and filters, never credentials.
+    pub fn transport(what: &str, err: &SendError) -> Self {
         let kind = if err.is_timeout() {
             "timed out"
         } else if err.is_connect() {
@@ -219,7 +220,7 @@ fn strip_tags(s: &str) -> String {
     out
 }
 
-/// reqwest errors hide the useful cause (refused, reset, certificate) in `source()`.
+/// Transport errors keep the useful cause (refused, reset, certificate) in `source()`.
 fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
     let mut parts = vec![err.to_string()];
     let mut cur = err.source();
@@ -236,7 +237,7 @@ fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use reqwest::header::HeaderValue;
+    use http::HeaderValue;
 
     fn err(status: u16, body: &str) -> ApiError {
         let mut h = HeaderMap::new();

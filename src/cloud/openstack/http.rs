@@ -1,19 +1,20 @@
-//! The HTTP client of one cloud (TLS, timeouts, User-Agent) and the single place where a
-//! request is sent: it is timed and counted, its request id captured, and an error status
-//! turned into an [`ApiError`]. Tokens and microversions are added by `api.rs`. Requests in
-//! flight and idle connections are bounded per endpoint (`limit.rs` says why).
+//! The HTTP client of one cloud and the single place where a request is sent: it is timed and
+//! counted, its request id captured, and an error status turned into an [`ApiError`]. Tokens
+//! and microversions are added by `api.rs`. Requests in flight are bounded per endpoint here
+//! (`limit.rs`), open and idle connections by the transport (`crate::http_client`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use reqwest::header::HeaderMap;
-use reqwest::{Certificate, Identity, Method};
+use http::HeaderMap;
+use hyper_util::client::proxy::matcher::Matcher;
 use serde::de::DeserializeOwned;
 
 use super::errors::{request_id, ApiError};
 use super::metrics::ApiMetrics;
-use super::options::{redact_userinfo, OpenStackOptions, ProxyOptions, TlsOptions};
+use super::options::{redact_userinfo, OpenStackOptions, ProxyOptions};
 use crate::cloud::Op;
+use crate::http_client::{Outgoing, Settings, Transport};
 
 mod limit;
 pub use limit::{EndpointLimits, Turn, DEFAULT_PER_ENDPOINT};
@@ -22,118 +23,47 @@ pub use limit::{EndpointLimits, Turn, DEFAULT_PER_ENDPOINT};
 /// timeouts (gunicorn 2 s, uWSGI 4 s, Apache 5 s), so an idle connection of ours neither holds
 /// a server thread for long nor is written into while the server closes it.
 pub const POOL_IDLE_TIMEOUT: Duration = Duration::from_millis(1500);
-const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
+
+/// Longest answer read: a page of 1,000 volumes with details is about 2 MB, a big catalog 1 MB.
+pub const MAX_ANSWER_BYTES: usize = 64 << 20;
 
 pub fn user_agent() -> String {
     format!("cinder-csi/{}", crate::version::VERSION)
 }
 
-/// Build the client. Reads the TLS files, so it runs off the async workers.
-pub async fn build_client(opts: &OpenStackOptions) -> Result<reqwest::Client, String> {
-    let tls = opts.global.tls.clone();
-    let material = tokio::task::spawn_blocking(move || read_tls_files(&tls))
-        .await
-        .map_err(|e| format!("reading TLS files: {e}"))??;
-    // `no_proxy()` first: reqwest's own environment lookup (which also honours ALL_PROXY, for
-    // loopback too) is off; only the proxies from `opts.proxy`, added below, are used.
-    crate::tls::install_provider();
-    let mut b = reqwest::Client::builder()
-        .no_proxy()
-        .user_agent(user_agent())
-        .connect_timeout(opts.connect_timeout)
-        .timeout(opts.request_timeout)
-        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
-        // No more idle connections than requests may be in flight (`Http::limits`): a burst
-        // reuses them instead of leaving extra ones holding server threads.
-        .pool_max_idle_per_host(opts.api_concurrency().max(1))
-        .tcp_keepalive(TCP_KEEPALIVE)
-        // OpenStack APIs do not redirect; following one would resend X-Auth-Token elsewhere.
-        .redirect(reqwest::redirect::Policy::none());
-    if !material.roots.is_empty() {
-        b = b.tls_certs_merge(material.roots);
-    }
-    if let Some(id) = material.identity {
-        b = b.identity(id);
-    }
-    for proxy in proxies(&opts.proxy)? {
-        b = b.proxy(proxy);
-    }
-    if opts.global.tls.is_insecure() {
-        tracing::warn!(
-            auth_url = opts.global.auth_url.as_deref().unwrap_or_default(),
-            "tls-insecure is set: TLS certificates of Keystone, Cinder and Nova are NOT verified; \
-             anyone on the network path can impersonate them and capture the credentials. \
-             Use ca-file instead."
-        );
-        b = b.tls_danger_accept_invalid_certs(true);
-    }
-    b.build()
-        .map_err(|e| format!("building the HTTP client: {e}"))
-}
-
 /// Loopback never goes through a proxy (as in Go's `ProxyFromEnvironment`).
 const ALWAYS_DIRECT: &str = "localhost,127.0.0.1,::1";
 
-fn proxies(p: &ProxyOptions) -> Result<Vec<reqwest::Proxy>, String> {
-    let no_proxy = match &p.no_proxy {
-        Some(list) => format!("{list},{ALWAYS_DIRECT}"),
-        None => ALWAYS_DIRECT.to_string(),
-    };
-    let mut out = Vec::new();
+/// Which destinations go through which proxy; `None` when no proxy is set. A proxy URL that
+/// does not parse is an error naming its variable, with any password redacted.
+fn proxies(p: &ProxyOptions) -> Result<Option<Matcher>, String> {
+    if p.http.is_none() && p.https.is_none() {
+        return Ok(None);
+    }
+    let mut m = Matcher::builder();
     for (key, url, https) in [
         ("HTTPS_PROXY", &p.https, true),
         ("HTTP_PROXY", &p.http, false),
     ] {
-        if let Some(url) = url {
-            let proxy = if https {
-                reqwest::Proxy::https(url.as_str())
-            } else {
-                reqwest::Proxy::http(url.as_str())
-            }
-            .map_err(|e| format!("{key} {:?}: {e}", redact_userinfo(url)))?;
-            out.push(proxy.no_proxy(reqwest::NoProxy::from_string(&no_proxy)));
+        let Some(url) = url else { continue };
+        // As Go and curl read it: a proxy without a scheme is an http one.
+        let full = if url.contains("://") {
+            url.clone()
+        } else {
+            format!("http://{url}")
+        };
+        let parsed =
+            url::Url::parse(&full).map_err(|e| format!("{key} {:?}: {e}", redact_userinfo(url)))?;
+        if parsed.host_str().is_none_or(str::is_empty) {
+            return Err(format!("{key} {:?}: no host in it", redact_userinfo(url)));
         }
+        m = if https { m.https(full) } else { m.http(full) };
     }
-    Ok(out)
-}
-
-struct TlsMaterial {
-    roots: Vec<Certificate>,
-    identity: Option<Identity>,
-}
-
-fn read_tls_files(tls: &TlsOptions) -> Result<TlsMaterial, String> {
-    let read = |key: &str, p: &std::path::Path| {
-        std::fs::read(p).map_err(|e| format!("{key} {}: {e}", p.display()))
+    let no_proxy = match &p.no_proxy {
+        Some(list) => format!("{list},{ALWAYS_DIRECT}"),
+        None => ALWAYS_DIRECT.to_string(),
     };
-    let mut roots = Vec::new();
-    if let Some(ca) = &tls.ca_file {
-        roots = Certificate::from_pem_bundle(&read("ca-file", ca)?)
-            .map_err(|e| format!("ca-file {}: not a PEM bundle: {e}", ca.display()))?;
-        if roots.is_empty() {
-            return Err(format!(
-                "ca-file {}: no certificate in it (expected PEM)",
-                ca.display()
-            ));
-        }
-    }
-    let identity = match (&tls.cert_file, &tls.key_file) {
-        (None, None) => None,
-        (Some(cert), Some(key)) => {
-            let mut pem = read("cert-file", cert)?;
-            pem.push(b'\n');
-            pem.extend(read("key-file", key)?);
-            Some(Identity::from_pem(&pem).map_err(|e| {
-                format!(
-                    "cert-file {} / key-file {}: not a PEM certificate and key: {e}",
-                    cert.display(),
-                    key.display()
-                )
-            })?)
-        }
-        _ => return Err("cert-file and key-file must be set together".into()),
-    };
-    Ok(TlsMaterial { roots, identity })
+    Ok(Some(m.no(no_proxy).build()))
 }
 
 /// A successful answer, body read.
@@ -152,19 +82,51 @@ impl Answer {
 /// Sends requests and records them.
 #[derive(Clone)]
 pub struct Http {
-    pub client: reqwest::Client,
+    transport: Arc<Transport>,
     pub metrics: Arc<ApiMetrics>,
     /// Slots per endpoint: a request is sent (and its timeout starts) once it holds one.
     pub limits: Arc<EndpointLimits>,
 }
 
 impl Http {
-    pub fn new(client: reqwest::Client, metrics: Arc<ApiMetrics>, per_endpoint: usize) -> Self {
-        Self {
-            client,
+    /// The client of one cloud: reads the TLS files (off the async workers), checks the
+    /// proxies, and opens nothing yet.
+    pub async fn build(opts: &OpenStackOptions, metrics: Arc<ApiMetrics>) -> Result<Self, String> {
+        let proxies = proxies(&opts.proxy)?;
+        let per_endpoint = opts.api_concurrency().max(1);
+        let (tls, connect_timeout, request_timeout) = (
+            opts.global.tls.clone(),
+            opts.connect_timeout,
+            opts.request_timeout,
+        );
+        let transport = tokio::task::spawn_blocking(move || {
+            Transport::new(Settings {
+                tls: Some(&tls),
+                proxies,
+                // No more connections than requests may be in flight: a burst reuses them.
+                per_endpoint,
+                idle_for: POOL_IDLE_TIMEOUT,
+                connect_timeout,
+                request_timeout,
+                max_body: MAX_ANSWER_BYTES,
+                user_agent: &user_agent(),
+            })
+        })
+        .await
+        .map_err(|e| format!("reading TLS files: {e}"))??;
+        if opts.global.tls.is_insecure() {
+            tracing::warn!(
+                auth_url = opts.global.auth_url.as_deref().unwrap_or_default(),
+                "tls-insecure is set: TLS certificates of Keystone, Cinder and Nova are NOT verified; \
+                 anyone on the network path can impersonate them and capture the credentials. \
+                 Use ca-file instead."
+            );
+        }
+        Ok(Self {
+            transport: Arc::new(transport),
             metrics,
             limits: Arc::new(EndpointLimits::new(per_endpoint)),
-        }
+        })
     }
 
     /// Send `req` as operation `op`. 2xx is success; `also_ok` admits other statuses (the
@@ -173,21 +135,16 @@ impl Http {
     pub async fn execute(
         &self,
         op: Op,
-        req: reqwest::RequestBuilder,
+        req: Outgoing,
         also_ok: &[u16],
     ) -> Result<Answer, ApiError> {
-        let req = req
-            .build()
-            .map_err(|e| ApiError::bad_answer(op.name(), format!("building the request: {e}")))?;
         // Held until the answer is read, and across the one resend below: a retry takes no
         // second slot, so retries never pile up on an endpoint that is already busy.
-        let _slot = self.limits.acquire(req.url(), Turn::of(req.method())).await;
+        let _slot = self.limits.acquire(&req.url, Turn::of(&req.method)).await;
         // A server may close an idle keep-alive connection just as we reuse it ("connection
         // closed before message completed"). Like Go's transport (upstream's), resend once
         // when that happens to a request that is safe to repeat (GET, HEAD).
-        let replay = matches!(*req.method(), Method::GET | Method::HEAD)
-            .then(|| req.try_clone())
-            .flatten();
+        let replay = req.is_safe().then(|| req.clone());
         match self.attempt(op, req, also_ok).await {
             Err((e, true)) if replay.is_some() => {
                 tracing::debug!(op = op.name(), error = %e, "resending a safe request once");
@@ -203,27 +160,15 @@ impl Http {
     async fn attempt(
         &self,
         op: Op,
-        req: reqwest::Request,
+        req: Outgoing,
         also_ok: &[u16],
     ) -> Result<Answer, (ApiError, bool)> {
         let started = Instant::now();
-        let result = async {
-            let resp = self.client.execute(req).await.map_err(|e| {
-                let broken = !e.is_timeout() && (e.is_request() || e.is_connect());
-                (ApiError::transport(op.name(), &e), broken)
-            })?;
-            let status = resp.status();
-            let headers = resp.headers().clone();
-            let body = resp
-                .bytes()
-                .await
-                .map_err(|e| (ApiError::transport(op.name(), &e), false))?;
-            Ok::<_, (ApiError, bool)>((status, headers, body))
-        }
-        .await;
+        let result = self.transport.send(req).await;
         let latency = started.elapsed();
         match result {
-            Ok((status, headers, body)) => {
+            Ok(reply) => {
+                let (status, headers) = (reply.status, reply.headers);
                 let ok = status.is_success() || also_ok.contains(&status.as_u16());
                 self.metrics.record(op, latency, !ok);
                 tracing::debug!(
@@ -236,16 +181,20 @@ impl Http {
                 if ok {
                     Ok(Answer {
                         headers,
-                        body: body.to_vec(),
+                        body: reply.body.to_vec(),
                     })
                 } else {
-                    Err((ApiError::from_response(status, &headers, &body), false))
+                    Err((
+                        ApiError::from_response(status, &headers, &reply.body),
+                        false,
+                    ))
                 }
             }
-            Err((e, broken)) => {
+            Err(e) => {
                 self.metrics.record(op, latency, true);
                 tracing::debug!(op = op.name(), latency_ms = latency.as_millis() as u64, error = %e, "openstack request failed");
-                Err((e, broken))
+                let broken = e.is_broken();
+                Err((ApiError::transport(op.name(), &e), broken))
             }
         }
     }
@@ -261,7 +210,20 @@ mod limit_tests;
 mod tests {
     use super::*;
     use crate::cloud::openstack::metrics::ApiMetrics;
+    use crate::config::TlsOptions;
     use std::path::PathBuf;
+
+    fn get(url: &str) -> Outgoing {
+        Outgoing::to(http::Method::GET, url).unwrap()
+    }
+
+    fn post(url: &str) -> Outgoing {
+        Outgoing::to(http::Method::POST, url).unwrap()
+    }
+
+    async fn build(o: &OpenStackOptions) -> Result<Http, String> {
+        Http::build(o, Arc::new(ApiMetrics::new())).await
+    }
 
     fn opts(tls: TlsOptions) -> OpenStackOptions {
         let mut o = OpenStackOptions::new("http://127.0.0.1:5000/v3", Default::default());
@@ -291,31 +253,34 @@ mod tests {
 
     #[tokio::test]
     async fn tls_file_problems_name_the_key() {
-        let e = build_client(&opts(TlsOptions {
+        let e = build(&opts(TlsOptions {
             ca_file: Some(PathBuf::from("/nonexistent/ca.pem")),
             ..Default::default()
         }))
         .await
-        .unwrap_err();
+        .err()
+        .unwrap();
         assert!(e.starts_with("ca-file /nonexistent/ca.pem"), "{e}");
 
         let dir = tempfile::tempdir().unwrap();
         let empty = dir.path().join("empty.pem");
         std::fs::write(&empty, "not a certificate\n").unwrap();
-        let e = build_client(&opts(TlsOptions {
+        let e = build(&opts(TlsOptions {
             ca_file: Some(empty.clone()),
             ..Default::default()
         }))
         .await
-        .unwrap_err();
+        .err()
+        .unwrap();
         assert!(e.contains("no certificate"), "{e}");
 
-        let e = build_client(&opts(TlsOptions {
+        let e = build(&opts(TlsOptions {
             cert_file: Some(empty),
             ..Default::default()
         }))
         .await
-        .unwrap_err();
+        .err()
+        .unwrap();
         assert!(e.contains("cert-file and key-file"), "{e}");
     }
 
@@ -354,26 +319,19 @@ mod tests {
             no_proxy: Some("direct.invalid".into()),
         };
         o.connect_timeout = std::time::Duration::from_secs(2);
-        let client = build_client(&o).await.unwrap();
-        let r = client
-            .get("http://keystone.invalid:5000/v3")
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status().as_u16(), 200);
+        let http = build(&o).await.unwrap();
+        let fetch = |url: &str| http.execute(Op::CinderVersions, get(url), &[]);
+        fetch("http://keystone.invalid:5000/v3").await.unwrap();
         assert_eq!(
             seen.lock().unwrap().as_slice(),
             ["GET http://keystone.invalid:5000/v3 HTTP/1.1"]
         );
         // NO_PROXY hosts and loopback go direct (and fail here: nothing listens).
-        assert!(client.get("http://direct.invalid/").send().await.is_err());
-        assert!(client.get("http://127.0.0.1:9/").send().await.is_err());
+        assert!(fetch("http://direct.invalid/").await.is_err());
+        assert!(fetch("http://127.0.0.1:9/").await.is_err());
         assert_eq!(seen.lock().unwrap().len(), 1);
         o.proxy.http = Some("::not a url".into());
-        assert!(build_client(&o)
-            .await
-            .unwrap_err()
-            .starts_with("HTTP_PROXY"));
+        assert!(build(&o).await.err().unwrap().starts_with("HTTP_PROXY"));
     }
 
     /// A server that drops the first connection after reading the request (as a keep-alive
@@ -407,12 +365,8 @@ mod tests {
     async fn safe_requests_are_resent_once_after_a_broken_connection() {
         use std::sync::atomic::Ordering;
         let (url, seen) = flaky_server().await;
-        let http = Http::new(
-            build_client(&opts(TlsOptions::default())).await.unwrap(),
-            std::sync::Arc::new(ApiMetrics::new()),
-            DEFAULT_PER_ENDPOINT,
-        );
-        http.execute(Op::VolumeGet, http.client.get(&url), &[])
+        let http = build(&opts(TlsOptions::default())).await.unwrap();
+        http.execute(Op::VolumeGet, get(&url), &[])
             .await
             .expect("resent once");
         assert_eq!(seen.load(Ordering::SeqCst), 2);
@@ -423,7 +377,7 @@ mod tests {
         );
         // A POST is not repeated: it may have been acted on.
         let err = http
-            .execute(Op::VolumeCreate, http.client.post(&url), &[])
+            .execute(Op::VolumeCreate, post(&url), &[])
             .await
             .unwrap_err();
         assert!(err.status.is_none(), "{err}");
@@ -432,8 +386,8 @@ mod tests {
 
     #[tokio::test]
     async fn plain_client_builds_with_and_without_verification() {
-        build_client(&opts(TlsOptions::default())).await.unwrap();
-        build_client(&opts(TlsOptions {
+        build(&opts(TlsOptions::default())).await.unwrap();
+        build(&opts(TlsOptions {
             insecure: Some(true),
             ..Default::default()
         }))

@@ -18,6 +18,7 @@ use super::errors::ApiError;
 use super::http::Http;
 use super::options::{Interface, Secret};
 use crate::cloud::{CloudError, Op, RequestId};
+use crate::http_client::Outgoing;
 
 /// Renew a token when this much of its life is left (or a fifth of its lifetime, for short
 /// lived tokens), so no request starts with a token that expires in flight.
@@ -133,10 +134,8 @@ impl Keystone {
 
     async fn fetch(&self) -> Result<Session, CloudError> {
         let started = Instant::now();
-        let req = self
-            .http
-            .client
-            .post(&self.token_url)
+        let req = Outgoing::to(http::Method::POST, &self.token_url)
+            .map_err(CloudError::Internal)?
             .json(&self.method.request_body());
         let ans = self
             .http

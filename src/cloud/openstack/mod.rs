@@ -71,10 +71,9 @@ impl OpenStack {
             return Err(format!("{label}: auth-url is required"));
         }
         let method = AuthMethod::from_options(&global.auth).map_err(|e| format!("{label}: {e}"))?;
-        let client = http::build_client(opts)
+        let http = http::Http::build(opts, metrics.clone())
             .await
             .map_err(|e| format!("{label}: {e}"))?;
-        let http = http::Http::new(client, metrics.clone(), opts.api_concurrency());
         let keystone = Keystone::new(
             http.clone(),
             auth_url,

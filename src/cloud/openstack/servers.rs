@@ -3,7 +3,7 @@
 //! cloud offers it.
 
 use async_trait::async_trait;
-use reqwest::Method;
+use http::Method;
 use serde_json::json;
 
 use super::api::{CallError, Request};
@@ -124,7 +124,7 @@ mod tests {
     fn nova_404(message: &str) -> CallError {
         let body = serde_json::json!({"itemNotFound": {"code": 404, "message": message}});
         CallError::Api(ApiError::from_response(
-            reqwest::StatusCode::NOT_FOUND,
+            http::StatusCode::NOT_FOUND,
             &Default::default(),
             body.to_string().as_bytes(),
         ))

@@ -4,7 +4,7 @@
 //! cloud's health check (a volume list).
 
 use async_trait::async_trait;
-use reqwest::Method;
+use http::Method;
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 

@@ -38,8 +38,8 @@ pub enum Turn {
 }
 
 impl Turn {
-    pub fn of(method: &reqwest::Method) -> Self {
-        if matches!(*method, reqwest::Method::GET | reqwest::Method::HEAD) {
+    pub fn of(method: &http::Method) -> Self {
+        if matches!(*method, http::Method::GET | http::Method::HEAD) {
             Turn::Read
         } else {
             Turn::Write
@@ -121,7 +121,7 @@ impl EndpointLimits {
     }
 
     /// Wait for a slot on `url`'s endpoint; the request may be sent while the slot lives.
-    pub async fn acquire(&self, url: &reqwest::Url, turn: Turn) -> Slot {
+    pub async fn acquire(&self, url: &url::Url, turn: Turn) -> Slot {
         let slots = {
             let mut map = self.endpoints.lock().unwrap_or_else(|e| e.into_inner());
             map.entry(endpoint_key(url))
@@ -161,14 +161,9 @@ impl EndpointLimits {
     }
 }
 
-/// What identifies a connection pool entry: scheme, host and port (default port filled in).
-fn endpoint_key(url: &reqwest::Url) -> String {
-    format!(
-        "{}://{}:{}",
-        url.scheme(),
-        url.host_str().unwrap_or_default(),
-        url.port_or_known_default().unwrap_or_default()
-    )
+/// What identifies an endpoint: scheme, host and port, as the connections are keyed.
+fn endpoint_key(url: &url::Url) -> String {
+    crate::http_client::endpoint_key(url.scheme(), url.host_str().unwrap_or_default(), url.port())
 }
 
 #[cfg(test)]
@@ -178,13 +173,13 @@ mod tests {
 
     use super::*;
 
-    fn url(port: u16) -> reqwest::Url {
-        reqwest::Url::parse(&format!("http://h:{port}/")).unwrap()
+    fn url(port: u16) -> url::Url {
+        url::Url::parse(&format!("http://h:{port}/")).unwrap()
     }
 
     #[test]
     fn endpoints_are_scheme_host_and_port() {
-        let k = |u: &str| endpoint_key(&reqwest::Url::parse(u).unwrap());
+        let k = |u: &str| endpoint_key(&url::Url::parse(u).unwrap());
         assert_eq!(k("http://h:8776/v3/volumes"), k("http://h:8776/"));
         assert_eq!(k("https://h/v3"), "https://h:443");
         assert_ne!(k("http://h:8776/"), k("http://h:8774/"));
@@ -192,8 +187,8 @@ mod tests {
 
     #[test]
     fn reads_are_get_and_head() {
-        assert_eq!(Turn::of(&reqwest::Method::GET), Turn::Read);
-        assert_eq!(Turn::of(&reqwest::Method::HEAD), Turn::Read);
+        assert_eq!(Turn::of(&http::Method::GET), Turn::Read);
+        assert_eq!(Turn::of(&http::Method::HEAD), Turn::Read);
         for m in ["POST", "PUT", "DELETE", "PATCH"] {
             assert_eq!(Turn::of(&m.parse().unwrap()), Turn::Write, "{m}");
         }

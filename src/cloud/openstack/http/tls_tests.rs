@@ -9,7 +9,14 @@ use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 use super::*;
+use crate::http_client::Outgoing;
+use http::Method;
+
+fn to(method: Method, url: &str) -> Outgoing {
+    Outgoing::to(method, url).unwrap()
+}
 use crate::cloud::openstack::metrics::ApiMetrics;
+use crate::config::TlsOptions;
 
 struct Pki {
     dir: tempfile::TempDir,
@@ -101,12 +108,8 @@ async fn serve(pki: &Pki, client_auth: bool) -> String {
 async fn get(tls: TlsOptions, url: &str) -> Result<(), ApiError> {
     let mut o = OpenStackOptions::new("https://127.0.0.1/v3", Default::default());
     o.global.tls = tls;
-    let http = Http::new(
-        build_client(&o).await.unwrap(),
-        Arc::new(ApiMetrics::new()),
-        DEFAULT_PER_ENDPOINT,
-    );
-    http.execute(Op::CinderVersions, http.client.get(url), &[])
+    let http = Http::build(&o, Arc::new(ApiMetrics::new())).await.unwrap();
+    http.execute(Op::CinderVersions, to(Method::GET, url), &[])
         .await
         .map(|_| ())
 }

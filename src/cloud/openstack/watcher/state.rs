@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
-use super::pace::{next_interval, POLL_FIRST};
+use super::pace::{next_interval, POLL_AFTER_PROGRESS, POLL_FIRST};
 use crate::cloud::openstack::api::Api;
 use crate::cloud::openstack::dto::{ChangeMark, VolumeDto};
 use crate::cloud::CloudError;
@@ -59,7 +59,9 @@ impl Entry {
         }
         // Cinder finishes a burst of operations close together (one cinder-volume works
         // through them): once some are done, look again soon for the rest.
-        self.interval = if progress {
+        self.interval = if progress && listed {
+            POLL_AFTER_PROGRESS
+        } else if progress {
             POLL_FIRST
         } else {
             next_interval(self.interval, listed)

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::pace::{next_interval, POLL_MAX, POLL_MAX_SHARED};
+use super::pace::{next_interval, POLL_AFTER_PROGRESS, POLL_MAX, POLL_MAX_SHARED};
 use super::state::moved;
 use super::*;
 use crate::cloud::openstack::testserver::{step, Fake, Step};
@@ -67,6 +67,12 @@ fn a_read_asked_for_during_a_round_keeps_its_time() {
     }
     assert_eq!(grown.interval, POLL_MAX_SHARED);
     grown.reschedule(3, true, true, now);
+    assert_eq!(
+        (grown.due, grown.interval),
+        (now + POLL_AFTER_PROGRESS, POLL_AFTER_PROGRESS)
+    );
+    // ... and so does one alone (a GET of its own), to the first interval.
+    grown.reschedule(3, false, true, now);
     assert_eq!((grown.due, grown.interval), (now + POLL_FIRST, POLL_FIRST));
 }
 
