@@ -44,7 +44,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 /// Linker arguments of the `cinder-csi` binary.
 fn link_args() {
-    // A link map of the binary, for tests/footprint/symbol-order.sh (the release binary has
+    // A link map of the binary, for tests/footprint/function-order.sh (the release binary has
     // no symbol table; the map names the function at every address of the same link).
     println!("cargo:rerun-if-env-changed=CINDER_CSI_LINK_MAP");
     if let Some(map) = std::env::var_os("CINDER_CSI_LINK_MAP") {
@@ -55,32 +55,29 @@ fn link_args() {
     }
 
     // Functions that run at startup, when idle and on the RPC paths first, in the order
-    // they first run: with the default layout (by crate) the 1 MiB of code a node plugin
-    // runs to answer Probe lies in 96 of the 141 64-KiB windows of .text, and the kernel's
-    // fault-around maps every window that is touched (docs/PERFORMANCE.md "Footprint").
-    // Release links only (a debug build's names differ); names the build lacks are ignored.
-    let order = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/symbol-order.txt");
+    // they first run: laid out by crate (the default), the 1 MiB of code a node plugin runs
+    // to answer Probe lies in 96 of the 140 64-KiB windows of .text, and the kernel's
+    // fault-around maps all of every window that is touched (docs/PERFORMANCE.md
+    // "Footprint"). A linker script, not --symbol-ordering-file: its patterns match the
+    // `.llvm.HASH` names ThinLTO gives some functions, whose hashes differ between checkouts.
+    // Release links only (a debug build's names differ); patterns this build lacks match
+    // nothing.
+    let order = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/function-order.ld");
     println!("cargo:rerun-if-changed={}", order.display());
     if std::env::var("PROFILE").as_deref() != Ok("release") || !order.exists() {
         return;
     }
     match lld_links() {
-        Ok(()) => {
-            println!(
-                "cargo:rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
-                order.display()
-            );
-            println!("cargo:rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
-        }
+        Ok(()) => println!("cargo:rustc-link-arg-bins=-Wl,--script={}", order.display()),
         Err(why) => println!(
-            "cargo:warning=release link without deploy/symbol-order.txt ({why}): \
-             the idle RSS is about 5 MB higher"
+            "cargo:warning=release link without deploy/function-order.ld ({why}): \
+             the idle RSS is about 4 MB higher"
         ),
     }
 }
 
 /// Whether the binary is linked by the lld that rustc brings (x86_64-unknown-linux-gnu
-/// since Rust 1.90), which takes `--symbol-ordering-file`; GNU ld does not.
+/// since Rust 1.90): the script is written for lld's default layout (`INSERT BEFORE .init`).
 fn lld_links() -> Result<(), String> {
     let target = std::env::var("TARGET").unwrap_or_default();
     if target != "x86_64-unknown-linux-gnu" {

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Regenerates deploy/symbol-order.txt, the order in which the release link lays out the
+# Regenerates deploy/function-order.ld, the order in which the release link lays out the
 # functions of `cinder-csi` (build.rs passes it to lld; docs/PERFORMANCE.md "Footprint").
 #
-#   sudo tests/footprint/symbol-order.sh [--check] [--binary BIN --map MAP]
+#   sudo tests/footprint/function-order.sh [--check] [--binary BIN --map MAP]
 #
 # Why: the kernel maps up to 64 KiB of cached file pages around every page fault of the
 # binary's text, so its resident text is about 64 KiB x the number of 64 KiB windows that
@@ -25,13 +25,14 @@
 #               first stage formats, the second finds the filesystem), the same for a raw
 #               block volume, ControllerUnpublish, DeleteVolume;
 #      shutdown: SIGTERM until exit;
-# 3. tests/footprint/symbol-order.py names the functions from the link map and writes those
+# 3. tests/footprint/function-order.py names the functions from the link map and writes those
 #    that ran: node startup, controller startup, node RPCs, controller RPCs, shutdown; within
 #    a phase in the order they first ran.
 #
 # --check: steps 1-2 only, then says how many listed functions the current build lacks
-# (renamed since the list was made: a new toolchain or changed code) and how many 64 KiB
-# windows of .text the node startup touches; it changes nothing.
+# (renamed since the list was made: a new toolchain or changed code), how many that ran are
+# not listed, and fails when the node startup's functions span more than 8 windows of .text
+# beyond what they fill; it changes nothing.
 #
 # Run it after a toolchain update, a dependency update or a large change of the node's path,
 # and commit the new list with the change. A stale list is safe (unknown names are ignored),
@@ -50,7 +51,7 @@ while (($#)); do
     esac
     shift
 done
-[[ $(id -u) == 0 ]] || { echo "symbol-order: needs root (loop devices, mount)" >&2; exit 1; }
+[[ $(id -u) == 0 ]] || { echo "function-order: needs root (loop devices, mount)" >&2; exit 1; }
 
 out=$root/target/footprint
 mkdir -p "$out"
@@ -62,7 +63,7 @@ if [[ -z $bin ]]; then
     CINDER_CSI_LINK_MAP=$map cargo build --release --locked --bin cinder-csi
     bin=target/release/cinder-csi
 fi
-[[ -f $map ]] || { echo "symbol-order: no link map $map" >&2; exit 1; }
+[[ -f $map ]] || { echo "function-order: no link map $map" >&2; exit 1; }
 cp "$bin" "$out/cinder-csi"
 bin=$out/cinder-csi
 # The client is a copy, so its runs are not counted in the server's profile.
@@ -149,7 +150,7 @@ args=(--map "$map" --text-window 65536
     --phase "node shutdown=$out/trace.node:2"
     --phase "controller shutdown=$out/trace.controller:2")
 if ((check)); then
-    python3 tests/footprint/symbol-order.py "${args[@]}" --check deploy/symbol-order.txt
+    python3 tests/footprint/function-order.py "${args[@]}" --check deploy/function-order.ld
 else
-    python3 tests/footprint/symbol-order.py "${args[@]}" --write deploy/symbol-order.txt
+    python3 tests/footprint/function-order.py "${args[@]}" --write deploy/function-order.ld
 fi
