@@ -68,10 +68,42 @@ fn link_args() {
         return;
     }
     match lld_links() {
-        Ok(()) => println!("cargo:rustc-link-arg-bins=-Wl,--script={}", order.display()),
+        Ok(()) => {
+            println!("cargo:rustc-link-arg-bins=-Wl,--script={}", order.display());
+            relr();
+        }
         Err(why) => println!(
             "cargo:warning=release link without deploy/function-order.ld ({why}): \
              the idle RSS is about 4 MB higher"
+        ),
+    }
+}
+
+/// Relative relocations packed (DT_RELR): 9 KiB of relocations instead of 496 KiB of
+/// `.rela.dyn`, which the dynamic loader reads whole at every start. glibc applies them from
+/// 2.36 on; lld then makes the binary require `GLIBC_ABI_DT_RELR`, so an older glibc refuses
+/// to load it (a clear error) instead of running it unrelocated. That symbol version comes
+/// from the glibc linked against, so a build host with an older one gets no packing.
+fn relr() {
+    let version = Command::new("getconf")
+        .arg("GNU_LIBC_VERSION")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|v| {
+            let mut n = v.trim().strip_prefix("glibc ")?.split('.');
+            Some((
+                n.next()?.parse::<u32>().ok()?,
+                n.next()?.parse::<u32>().ok()?,
+            ))
+        });
+    match version {
+        Some(v) if v >= (2, 36) => {
+            println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
+        }
+        _ => println!(
+            "cargo:warning=release link without packed relocations (the build host's glibc \
+             is older than 2.36 or unknown): 0.5 MB larger binary and idle RSS"
         ),
     }
 }
