@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Idle RSS of cinder-csi binaries, attributed to mappings (docs/PERFORMANCE.md "Footprint").
 
-    tests/footprint/idle-rss.py [--mode node|controller] [--runs N] BINARY [BINARY ...]
+    tests/footprint/idle-rss.py [--mode node|controller] [--runs N] [--max-kib K] BINARY ...
 
 The same steps as `DROP_CACHE=1 cargo bench --bench startup`: drop the binary's page cache
 (posix_fadvise DONTNEED), start it on the local backend with `--log-level warn`, ask Probe,
@@ -10,7 +10,8 @@ first binary, so the client's reads do not warm the server's file. Runs are inte
 across the binaries. Prints, per binary, the median VmRSS and the median Rss of each mapping
 (the binary's segments by permission, each shared library, [heap], [stack], other anonymous;
 "(anon)" rows: the part of a file mapping's Rss that is copy-on-write copies, e.g. relocated
-data), in KiB.
+data), in KiB. With --max-kib, exits 1 when a binary's median VmRSS is above K KiB (the
+footprint check of tests/ci/60-image.sh).
 """
 
 import argparse
@@ -97,6 +98,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mode", default="node")
     ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--max-kib", type=int)
     ap.add_argument("binaries", nargs="+")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
@@ -120,6 +122,9 @@ def main():
     rss = [[r for r, _ in results[b]] for b in a.binaries]
     print("| **VmRSS** | " + " | ".join(f"**{med(r):,}** ({min(r):,}–{max(r):,})" for r in rss)
           + " |")
+    over = [n for n, r in zip(names, rss) if a.max_kib is not None and med(r) > a.max_kib]
+    if over:
+        sys.exit(f"idle RSS in {a.mode} mode above {a.max_kib:,} KiB: {', '.join(over)}")
 
 
 if __name__ == "__main__":
