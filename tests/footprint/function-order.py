@@ -3,10 +3,11 @@
 
 Run by tests/footprint/function-order.sh, which documents the phases; usable alone:
 
-    function-order.py --map MAP --phase "LABEL=TRACE:N" ... (--write OUT | --check OUT)
+    function-order.py --map MAP --phase "LABEL=TRACE:N[,TRACE:N...]" ... (--write OUT | --check OUT)
 
 TRACE is what first-calls.py wrote for a binary of the link that MAP (lld -Map) describes, N
-a phase number in it. With one input section per function (`.text.<mangled name>`, what
+a phase number in it; several traces of one phase are merged (the first one's order, then
+what the others add). With one input section per function (`.text.<mangled name>`, what
 rustc emits), the section at a function's address names it. Writes the functions that ran,
 phase by phase in the order the --phase options give, each once, in the order they first
 ran within a phase.
@@ -80,7 +81,7 @@ def windows(idx, sections, window):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--map", required=True)
-    ap.add_argument("--phase", action="append", required=True, metavar="LABEL=TRACE:N")
+    ap.add_argument("--phase", action="append", required=True, metavar="LABEL=TRACE:N,...")
     ap.add_argument("--text-window", type=int, default=65536)
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("--write", metavar="OUT")
@@ -97,12 +98,15 @@ def main():
     report = []
     for spec in a.phase:
         label, _, rest = spec.partition("=")
-        path, _, n = rest.rpartition(":")
-        addrs = read_trace(path, int(n))
-        ran = [at[x] for x in addrs if x in at]
-        if len(ran) < len(addrs):
-            sys.exit(f"{path}: {len(addrs) - len(ran)} addresses are no function entry of "
-                     f"{a.map} (trace and map of different links?)")
+        ran = []
+        for one in rest.split(","):
+            path, _, n = one.rpartition(":")
+            addrs = read_trace(path, int(n))
+            if any(x not in at for x in addrs):
+                sys.exit(f"{path}: addresses that are no function entry of {a.map} "
+                         "(trace and map of different links?)")
+            ran.extend(at[x] for x in addrs)
+        ran = list(dict.fromkeys(ran))
         new = [i for i in ran if i not in seen]
         seen.update(new)
         order.extend((i, label) for i in new)

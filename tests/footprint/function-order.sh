@@ -19,7 +19,9 @@
 #    as deployed), sharing one local dir, each under tests/footprint/first-calls.py (which
 #    records the order in which functions first run), and drives them with `ctl` in three
 #    phases:
-#      startup: start, Probe, 3 s idle;
+#      startup: start, Probe, 3 s idle (and two more short runs of each mode, start, Probe,
+#               1 s idle, so that what varies from run to run, e.g. which of tokio's task
+#               types is freed first, is listed too);
 #      rpc:     NodeGetInfo, capabilities, CreateVolume, ControllerPublish, NodeStage,
 #               NodePublish, NodeGetVolumeStats, NodeUnpublish, NodeUnstage (twice: the
 #               first stage formats, the second finds the filesystem), the same for a raw
@@ -86,29 +88,37 @@ cleanup() {
 trap cleanup EXIT
 mkdir -p "$work/kubelet"
 
-start() { # mode
-    python3 tests/footprint/first-calls.py --map "$map" --out "$out/trace.$1" -- \
+start() { # mode trace-name: a driver under the tracer, answering Probe; sets $traced
+    rm -f "$work/$1.sock"
+    python3 tests/footprint/first-calls.py --map "$map" --out "$out/trace.$2" -- \
         "$bin" --mode="$1" --backend=local --node-id=n1 --local-dir="$work/local" \
-        --kubelet-dir="$work/kubelet" --endpoint="unix://$work/$1.sock" >"$out/log.$1" 2>&1 &
-    pids+=($!)
+        --kubelet-dir="$work/kubelet" --endpoint="unix://$work/$1.sock" >"$out/log.$2" 2>&1 &
+    traced=$!
+    pids+=("$traced")
+    # Under the tracer a start takes seconds: each first call of a function is a stop.
+    for _ in $(seq 600); do
+        [[ -S $work/$1.sock ]] && ctl "$1" probe >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+    ctl "$1" probe
 }
 ctl() { # mode args...
     local mode=$1
     shift
     "$out/ctl" ctl --endpoint="unix://$work/$mode.sock" --timeout=120 "$@"
 }
-start node
-node_pid=${pids[0]}
-start controller
-ctrl_pid=${pids[1]}
-for mode in node controller; do
-    # Under the tracer a start takes seconds: each first call of a function is a stop.
-    for _ in $(seq 600); do
-        [[ -S $work/$mode.sock ]] && ctl "$mode" probe >/dev/null 2>&1 && break
-        sleep 0.1
+for n in 2 3; do
+    for mode in node controller; do
+        start "$mode" "$mode-$n"
+        sleep 1
+        # Phase 1 for the shutdown, which the full run below records.
+        kill -USR1 "$traced" && sleep 0.2 && kill -TERM "$traced" && wait "$traced" || true
     done
-    ctl "$mode" probe
 done
+start node node
+node_pid=$traced
+start controller controller
+ctrl_pid=$traced
 sleep 3
 kill -USR1 "$node_pid" "$ctrl_pid" # next phase
 
@@ -143,8 +153,8 @@ wait "$node_pid" "$ctrl_pid" || true
 pids=()
 
 args=(--map "$map" --text-window 65536
-    --phase "node startup=$out/trace.node:0"
-    --phase "controller startup=$out/trace.controller:0"
+    --phase "node startup=$out/trace.node:0,$out/trace.node-2:0,$out/trace.node-3:0"
+    --phase "controller startup=$out/trace.controller:0,$out/trace.controller-2:0,$out/trace.controller-3:0"
     --phase "node rpc=$out/trace.node:1"
     --phase "controller rpc=$out/trace.controller:1"
     --phase "node shutdown=$out/trace.node:2"
