@@ -15,6 +15,9 @@
 //! (node_side.rs). The other driver finds its device by `/dev/disk/by-id/virtio-<id[:20]>`,
 //! which the bench links (and removes).
 //!
+//! `CINDER_CSI_BIN=PATH` runs that binary as ours instead of cargo's bench build (e.g. a
+//! copy of `cargo build --release`'s, the one that ships).
+//!
 //! Prints a Markdown table (p50/p99 per pair) for docs/PERFORMANCE.md. `BENCH_ROUNDS` and
 //! `BENCH_ITERS` scale it (defaults 5 × 400 for publish, a fifth of that for stage).
 //! `BENCH_RT=1` runs the benchmark and the driver under SCHED_FIFO (via `chrt`), which takes
@@ -145,7 +148,11 @@ fn main() {
 
     let sock = root.join("csi.sock");
     // Spawned by this process, the driver inherits SCHED_FIFO when BENCH_RT=1.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cinder-csi"))
+    // CINDER_CSI_BIN: the release binary as shipped (cargo bench's own build has the
+    // dev-dependencies' features, and another function layout; tests/bench/startup.rs).
+    let ours = std::env::var_os("CINDER_CSI_BIN")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_cinder-csi").into());
+    let mut child = Command::new(ours)
         .args([
             "--mode",
             "node",

@@ -1,8 +1,12 @@
 //! Startup latency and memory of the real binary: time from spawn until Probe answers over
 //! the socket (node mode, local backend), and the idle resident set size afterwards.
 //!
-//! `cargo bench --bench startup -- [--other "CMD ARGS"]` (build the release binary first: the
-//! bench runs target/release/cinder-csi when it exists, else the debug one). With `--other`, a
+//! `cargo bench --bench startup -- [--other "CMD ARGS"]` runs `$CINDER_CSI_BIN` when set, else
+//! target/release/cinder-csi. Set CINDER_CSI_BIN to a copy of what `cargo build --release`
+//! made to measure the binary that ships: `cargo bench` itself relinks
+//! target/release/cinder-csi with the dev-dependencies' features unified in (tokio "full",
+//! `test-support`), another binary, which deploy/function-order.ld does not match (9.2
+//! instead of 5.1 MB idle in node mode). With `--other`, a
 //! second driver's command line (node mode; the bench adds `--endpoint=unix://…`) is measured
 //! the same way, runs interleaved, and both are printed side by side.
 //!
@@ -20,6 +24,9 @@ use cinder_csi::csi::pb::identity_client::IdentityClient;
 use cinder_csi::csi::pb::ProbeRequest;
 
 fn binary() -> PathBuf {
+    if let Some(bin) = std::env::var_os("CINDER_CSI_BIN") {
+        return PathBuf::from(bin);
+    }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let release = root.join("target/release/cinder-csi");
     if release.exists() {
