@@ -106,19 +106,54 @@ scratch_image() {
     build_image "$tag" "$ctx"
 }
 
-# A busybox root (Debian's busybox-static, every applet linked in /bin), /tmp, and a
+# Debian's dynamically linked busybox (package `busybox`, not installed: it conflicts with
+# busybox-static), unpacked once into the image cache; prints its path. Not busybox-static:
+# that one's sh runs its own applets before anything on PATH ("standalone shell"), so its
+# dd would run even where GNU dd is installed (below).
+busybox_dynamic() {
+    local dir=$image_cache/busybox-deb
+    if [[ ! -x $dir/bin/busybox ]]; then
+        local tmp
+        tmp=$(mktemp -d "$tmpd/bb.XXXXXX")
+        (cd "$tmp" && apt-get download busybox >/dev/null 2>&1) ||
+            { apt-get update -qq && (cd "$tmp" && apt-get download busybox >/dev/null); } ||
+            die "cannot download Debian's busybox package (apt-get download busybox)"
+        dpkg-deb -x "$tmp"/busybox_*.deb "$tmp/x"
+        mkdir -p "$dir/bin"
+        install -m 0755 "$tmp/x/bin/busybox" "$dir/bin/busybox"
+        rm -rf "$tmp"
+    fi
+    echo "$dir/bin/busybox"
+}
+
+# root/PATH for a dynamically linked binary: copies it and the libraries it links.
+copy_with_libs() {
+    local root=$1 bin=$2 to=$3 lib
+    cp "$bin" "$root$to"
+    for lib in $(ldd "$bin" | grep -o '/[^ ]*'); do
+        mkdir -p "$root$(dirname "$lib")"
+        cp -L "$lib" "$root$lib"
+    done
+}
+
+# A busybox root (Debian's busybox, every applet linked in /bin), /tmp, and a
 # passwd/group as the image it stands in for has: busybox's knows root and nobody only (the
 # fsGroup specs read `ls -l` and expect a bare 1000), agnhost's also the users its Dockerfile
 # adds (busybox_root ROOT agnhost).
 busybox_root() {
-    local root=$1 a
+    local root=$1 a bb
+    bb=$(busybox_dynamic)
     mkdir -p "$root/bin" "$root/etc" "$root/tmp" "$root/root"
     chmod 1777 "$root/tmp"
-    cp /bin/busybox "$root/bin/busybox"
-    for a in $(/bin/busybox --list); do
+    copy_with_libs "$root" "$bb" /bin/busybox
+    for a in $("$bb" --list); do
         [[ $a == busybox ]] || ln -sf busybox "$root/bin/$a"
     done
     ln -s bin "$root/sbin" 2>/dev/null || true
+    # Debian 12's busybox (1.35) has no `dd oflag=nocache`, which the e2e suite's writes to
+    # volumes use (the 1.37 image this stands in for has it): GNU dd instead.
+    rm -f "$root/bin/dd"
+    copy_with_libs "$root" /bin/dd /bin/dd
     if [[ ${2:-} == agnhost ]]; then
         printf 'root:x:0:0:root:/root:/bin/sh\nuser-defined-in-image:x:1000:1000::/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$root/etc/passwd"
         printf 'root:x:0:\nuser-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\nnobody:x:65534:\n' >"$root/etc/group"
