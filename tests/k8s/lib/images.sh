@@ -120,7 +120,8 @@ busybox_dynamic() {
             die "cannot download Debian's busybox package (apt-get download busybox)"
         dpkg-deb -x "$tmp"/busybox_*.deb "$tmp/x"
         mkdir -p "$dir/bin"
-        install -m 0755 "$tmp/x/bin/busybox" "$dir/bin/busybox"
+        # `command`: tests/k8s/cluster defines a function named install.
+        command install -m 0755 "$tmp/x/bin/busybox" "$dir/bin/busybox"
         rm -rf "$tmp"
     fi
     echo "$dir/bin/busybox"
