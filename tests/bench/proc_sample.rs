@@ -35,28 +35,31 @@ pub fn sample(pid: u32) -> Sample {
     }
 }
 
-/// The start / end / peak table of a run's samples, and RSS at about 12 evenly spaced points.
+/// The start / end / peak table of a run's samples, and RSS and threads at about 12 evenly
+/// spaced points (whether RSS rises with the thread count).
 pub fn table(samples: &[Sample]) -> String {
     let (Some(first), Some(last)) = (samples.first(), samples.last()) else {
         return "no samples".into();
     };
     let peak = |f: fn(&Sample) -> u64| samples.iter().map(f).max().unwrap_or(0);
     let mib = |k: u64| k as f64 / 1024.0;
-    let series = |f: fn(&Sample) -> u64| {
+    let spaced = |f: &dyn Fn(&Sample) -> String| {
         samples
             .iter()
             .step_by((samples.len() / 12).max(1))
-            .map(|s| format!("{:.1}", mib(f(s))))
+            .map(f)
             .collect::<Vec<_>>()
             .join(" ")
     };
+    let series = |f: fn(&Sample) -> u64| spaced(&|s| format!("{:.1}", mib(f(s))));
     format!(
         "| driver | start | end | peak |\n|---|---|---|---|\n\
          | RSS (MiB) | {:.1} | {:.1} | {:.1} (VmHWM) |\n\
          | anonymous RSS (MiB) | {:.1} | {:.1} | {:.1} |\n\
          | open fds | {} | {} | {} |\n| threads | {} | {} | {} |\n\n\
          RSS over the run (MiB, evenly spaced samples): {}\n\
-         anonymous RSS over the run (MiB): {}",
+         anonymous RSS over the run (MiB): {}\n\
+         threads over the run: {}",
         mib(first.rss_kib),
         mib(last.rss_kib),
         mib(peak(|s| s.hwm_kib)),
@@ -70,6 +73,7 @@ pub fn table(samples: &[Sample]) -> String {
         last.threads,
         peak(|s| s.threads),
         series(|s| s.rss_kib),
-        series(|s| s.anon_kib)
+        series(|s| s.anon_kib),
+        spaced(&|s| s.threads.to_string())
     )
 }
