@@ -260,18 +260,10 @@ async fn wsgi_server(threads: usize, keep_alive: Duration, work: Duration) -> (S
     (url, seen)
 }
 
-/// What the test cloud does right after a storm phase: other clients (nova's own keep-alive
-/// connections to cinder-api) hold all but one of the server's threads, idle, for its
-/// keep-alive timeout. A DELETE storm through the one connection we have is answered at once;
-/// a request sent on a new connection would wait for their timeout (1.5-2.6 s on the cloud).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_storm_is_not_sent_to_wait_behind_other_clients_idle_connections() {
+/// `n` connections of another client to `url`'s server, each served one request and then left
+/// idle: each holds a server thread until the server's keep-alive timeout.
+async fn other_clients_hold_threads(url: &str, n: usize) -> Vec<tokio::net::TcpStream> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    const KEEP_ALIVE: Duration = Duration::from_secs(3);
-    let (url, seen) = wsgi_server(4, KEEP_ALIVE, Duration::from_millis(3)).await;
-    let http = client(4).await;
-    // Our first request takes a worker; then another client takes the other three and idles.
-    storm_of(&http, 1, |_| (Op::VolumeGet, to(Method::GET, &url))).await;
     let addr = url
         .trim_start_matches("http://")
         .split('/')
@@ -279,7 +271,7 @@ async fn a_storm_is_not_sent_to_wait_behind_other_clients_idle_connections() {
         .unwrap()
         .to_string();
     let mut others = Vec::new();
-    for _ in 0..3 {
+    for _ in 0..n {
         let mut c = tokio::net::TcpStream::connect(&addr).await.unwrap();
         c.write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
             .await
@@ -288,6 +280,21 @@ async fn a_storm_is_not_sent_to_wait_behind_other_clients_idle_connections() {
         let _ = c.read(&mut buf).await.unwrap();
         others.push(c);
     }
+    others
+}
+
+/// What the test cloud does right after a storm phase: other clients (nova's own keep-alive
+/// connections to cinder-api) hold all but one of the server's threads, idle, for its
+/// keep-alive timeout. A DELETE storm through the one connection we have is answered at once;
+/// a request sent on a new connection would wait for their timeout (1.5-2.6 s on the cloud).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_storm_is_not_sent_to_wait_behind_other_clients_idle_connections() {
+    const KEEP_ALIVE: Duration = Duration::from_secs(3);
+    let (url, seen) = wsgi_server(4, KEEP_ALIVE, Duration::from_millis(3)).await;
+    let http = client(4).await;
+    // Our first request takes a worker; then another client takes the other three and idles.
+    storm_of(&http, 1, |_| (Op::VolumeGet, to(Method::GET, &url))).await;
+    let others = other_clients_hold_threads(&url, 3).await;
     let started = std::time::Instant::now();
     storm_of(&http, 20, |_| (Op::VolumeDelete, to(Method::DELETE, &url))).await;
     let took = started.elapsed();
@@ -310,27 +317,11 @@ async fn a_storm_is_not_sent_to_wait_behind_other_clients_idle_connections() {
 /// connection waited 2.1 s while the rest took 17–120 ms each).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_request_is_sent_on_a_connection_the_server_has_not_yet_served() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     const KEEP_ALIVE: Duration = Duration::from_secs(5);
     let (url, seen) = wsgi_server(4, KEEP_ALIVE, Duration::from_millis(200)).await;
     let http = client(4).await;
     storm_of(&http, 1, |_| (Op::VolumeGet, to(Method::GET, &url))).await;
-    let addr = url
-        .trim_start_matches("http://")
-        .split('/')
-        .next()
-        .unwrap()
-        .to_string();
-    let mut others = Vec::new();
-    for _ in 0..3 {
-        let mut c = tokio::net::TcpStream::connect(&addr).await.unwrap();
-        c.write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
-            .await
-            .unwrap();
-        let mut buf = [0u8; 256];
-        let _ = c.read(&mut buf).await.unwrap();
-        others.push(c);
-    }
+    let others = other_clients_hold_threads(&url, 3).await;
     let proofs_before = seen.proofs.load(Ordering::SeqCst);
     let started = std::time::Instant::now();
     storm_of(&http, 8, |_| (Op::VolumeDelete, to(Method::DELETE, &url))).await;
