@@ -49,11 +49,7 @@ impl StateDir {
     /// [`StateDir::bound`] that never panics (for `Drop`).
     fn try_bound(&self) -> std::io::Result<Vec<LoopDevice>> {
         let root = self.dir.path().canonicalize()?;
-        Ok(loopdev::bound_devices()?
-            .into_iter()
-            .filter(|b| b.backing_file.starts_with(&root))
-            .map(|b| b.device)
-            .collect())
+        loopdev::backed_below(&root)
     }
 
     fn opts(&self, nodes: &[&str]) -> LocalOptions {

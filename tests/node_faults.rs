@@ -19,6 +19,7 @@ use blockdev::{
     is_mounted, mounts_below, publish_req, run, stage_req, unpublish_req, unstage_req, Loop,
     NodeEnv,
 };
+use cinder_csi::cloud::local::loopdev;
 use cinder_csi::csi::pb::node_client::NodeClient;
 use cinder_csi::csi::pb::volume_capability::access_mode::Mode;
 use cinder_csi::csi::pb::volume_capability::{AccessMode, AccessType, MountVolume};
@@ -233,12 +234,23 @@ fn assert_no_leaks(root: &Path) {
         "mounts left: {:?}",
         mounts_below(root)
     );
-    let loops = run("losetup", &["-a"]);
-    let left: Vec<&str> = loops
-        .lines()
-        .filter(|l| l.contains(&*root.to_string_lossy()))
-        .collect();
+    let left = settled(|| loopdev::backed_below(root).unwrap());
     assert!(left.is_empty(), "loop devices left: {left:?}");
+}
+
+/// `list()` once it is empty, or as it still is after 5 s. The kernel frees a loop device
+/// marked autoclear (a `losetup -d` of a busy device, or our mounts') at its last close, and
+/// that close can be another process's, a moment after ours. Listing with `losetup -a` (which
+/// opens every device) from tests running beside each other made exactly that happen.
+fn settled<T>(list: impl Fn() -> Vec<T>) -> Vec<T> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = list();
+        if left.is_empty() || Instant::now() > deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Stats of the volume at `path`: (available bytes, abnormal, message).
@@ -563,12 +575,17 @@ async fn a_disk_vanishing_while_mounted_still_unpublishes_and_unstages() {
             assert_ne!(e.code(), tonic::Code::Internal, "{id}: {e}");
         }
         teardown(&mut c, &env, &id).await;
-        let sys = Path::new("/sys/block")
-            .join(dev.file_name().unwrap())
-            .join("loop/backing_file");
-        assert!(!sys.exists(), "{id}: {} is still bound", dev.display());
-        // The disk comes back (reattached elsewhere): staged again, the data is there.
+        // The number may already serve another test's file: ask whether it still serves ours.
         let file = root.join(format!("{id}.img"));
+        let still = settled(|| {
+            loopdev::backed_below(&root)
+                .unwrap()
+                .into_iter()
+                .filter(|d| d.path() == dev && d.backing_file().is_some_and(|f| f == file))
+                .collect()
+        });
+        assert!(still.is_empty(), "{id}: {} is still bound", dev.display());
+        // The disk comes back (reattached elsewhere): staged again, the data is there.
         let i = env.loops.iter().position(|l| l.file == file).unwrap();
         drop(env.loops.remove(i));
         let again = Loop::attach(file);

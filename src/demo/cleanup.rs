@@ -91,11 +91,10 @@ fn data_files(state: &Path) -> Vec<PathBuf> {
 pub fn find(dir: &Path, state: &Path) -> Leftovers {
     Leftovers {
         mounts: mounts_under(dir),
-        loop_devices: loopdev::bound_devices()
+        loop_devices: loopdev::backed_below(dir)
             .unwrap_or_default()
-            .into_iter()
-            .filter(|b| b.backing_file.starts_with(dir))
-            .map(|b| b.device.path())
+            .iter()
+            .map(loopdev::LoopDevice::path)
             .collect(),
         files: data_files(state),
     }
@@ -110,11 +109,9 @@ pub fn force(dir: &Path) -> Vec<String> {
             problems.push(format!("umount {}: {e}", m.display()));
         }
     }
-    for b in loopdev::bound_devices().unwrap_or_default() {
-        if b.backing_file.starts_with(dir) {
-            if let Err(e) = b.device.detach() {
-                problems.push(format!("detach {}: {e}", b.device.path().display()));
-            }
+    for d in loopdev::backed_below(dir).unwrap_or_default() {
+        if let Err(e) = d.detach() {
+            problems.push(format!("detach {}: {e}", d.path().display()));
         }
     }
     match std::fs::remove_dir_all(dir) {

@@ -157,11 +157,10 @@ impl Rig {
 
     /// Loop devices bound to files under the rig's directory.
     pub fn loop_devices(&self) -> Vec<PathBuf> {
-        loopdev::bound_devices()
+        loopdev::backed_below(&self.dir)
             .unwrap()
-            .into_iter()
-            .filter(|b| b.backing_file.starts_with(&self.dir))
-            .map(|b| b.device.path())
+            .iter()
+            .map(loopdev::LoopDevice::path)
             .collect()
     }
 
@@ -212,10 +211,8 @@ impl Drop for Rig {
         for m in mounts {
             let _ = nix::mount::umount2(&m, nix::mount::MntFlags::MNT_DETACH);
         }
-        for b in loopdev::bound_devices().unwrap_or_default() {
-            if b.backing_file.starts_with(&self.dir) {
-                let _ = b.device.detach();
-            }
+        for d in loopdev::backed_below(&self.dir).unwrap_or_default() {
+            let _ = d.detach();
         }
     }
 }

@@ -343,6 +343,16 @@ pub fn bound_devices() -> io::Result<Vec<Bound>> {
     Ok(out)
 }
 
+/// Loop devices whose backing file, as sysfs prints it, lies below `dir` (unlinked files
+/// included). Read from sysfs alone: opening each device, as [`bound_devices`] does, would
+/// hold other users' devices for a moment and so delay their autoclear release.
+pub fn backed_below(dir: &Path) -> io::Result<Vec<LoopDevice>> {
+    Ok(in_sysfs()?
+        .into_iter()
+        .filter(|d| d.backing_file().is_some_and(|f| f.starts_with(dir)))
+        .collect())
+}
+
 /// Every loop device sysfs lists (bound or not), in number order.
 fn in_sysfs() -> io::Result<Vec<LoopDevice>> {
     let mut out = Vec::new();
