@@ -1,24 +1,30 @@
 use std::process::ExitCode;
 
-use clap::Parser;
-
 use cinder_csi::app::{self, AppError};
-use cinder_csi::cli::{Cli, Command, Mode, ServeArgs};
+use cinder_csi::cli::{Command, LogFormat, Mode, ServeArgs};
+use cinder_csi::telemetry::fatal_line;
 
 /// Async worker threads of a node-only process, at most (fewer on fewer CPUs).
 const NODE_WORKERS: usize = 2;
 
 fn main() -> ExitCode {
     // Upstream manifests pass `/bin/cinder-csi-plugin` as the first argument.
-    let cli = match Cli::try_parse_from(cinder_csi::cli::normalize_argv(std::env::args_os())) {
+    let argv = cinder_csi::cli::normalize_argv(std::env::args_os());
+    let cli = match cinder_csi::cli::parse_from(&argv) {
         Ok(cli) => cli,
+        Err(e) if e.use_stderr() => {
+            let env = std::env::var("CINDER_CSI_LOG_FORMAT").ok();
+            match cinder_csi::cli::log_format_hint(&argv, env.as_deref()) {
+                LogFormat::Text => {
+                    let _ = e.print();
+                }
+                json => eprintln!("{}", fatal_line(json, &e.to_string(), 64)),
+            }
+            return ExitCode::from(64);
+        }
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() {
-                ExitCode::from(64)
-            } else {
-                ExitCode::SUCCESS
-            };
+            return ExitCode::SUCCESS;
         }
     };
     match cli.command {
@@ -47,8 +53,9 @@ fn client(fut: impl std::future::Future<Output = u8>) -> ExitCode {
 }
 
 fn serve(args: ServeArgs) -> ExitCode {
-    if let Err(e) = cinder_csi::telemetry::init(args.log_format, &args.effective_log_level()) {
-        eprintln!("cinder-csi: {e}");
+    let format = args.log_format;
+    if let Err(e) = cinder_csi::telemetry::init(format, &args.effective_log_level()) {
+        eprintln!("{}", fatal_line(format, &e, 64));
         return ExitCode::from(64);
     }
     // Before the runtime starts its threads: arenas are made as threads first contend.
@@ -69,18 +76,19 @@ fn serve(args: ServeArgs) -> ExitCode {
     let runtime = match builder.build() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("cinder-csi: cannot start the async runtime: {e}");
+            let msg = format!("cannot start the async runtime: {e}");
+            eprintln!("{}", fatal_line(format, &msg, 1));
             return ExitCode::from(1);
         }
     };
     match runtime.block_on(app::run(args)) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => fail(e),
+        Err(e) => fail(format, e),
     }
 }
 
-fn fail(e: AppError) -> ExitCode {
-    // One clear line; config errors say what to fix.
-    eprintln!("cinder-csi: {e}");
+fn fail(format: LogFormat, e: AppError) -> ExitCode {
+    // One clear line, in the log's format; config errors say what to fix.
+    eprintln!("{}", fatal_line(format, &e.to_string(), e.exit_code()));
     ExitCode::from(e.exit_code())
 }

@@ -126,7 +126,12 @@ fn secrets_are_never_printed() {
     .unwrap();
     let c = conf.display().to_string();
     let socket = format!("unix://{}/csi.sock", tmp.path().display());
-    for output in ["text", "json"] {
+    // `-o` as ctl takes it.
+    for output in ["text", "json", "-o=json"] {
+        let (flag, output) = match output.strip_prefix("-o=") {
+            Some(o) => ("-o", o),
+            None => ("--output", output),
+        };
         let (code, out) = doctor(&[
             "--mode",
             "controller",
@@ -136,7 +141,7 @@ fn secrets_are_never_printed() {
             ",appcred",
             "--check-timeout",
             "5",
-            "--output",
+            flag,
             output,
             "--endpoint",
             &socket,
@@ -184,4 +189,41 @@ fn pid_of_something_else_is_refused() {
         out.contains("is not a cinder-csi serve command line"),
         "{out}"
     );
+}
+
+/// `doctor --help` lists its own options apart from the configuration it checks (the serve
+/// flags, advanced ones included), so `--endpoint` does not read as a doctor setting.
+#[test]
+fn help_separates_the_doctors_options_from_the_configuration() {
+    let (code, help) = doctor(&["--help"]);
+    assert_eq!(code, 0, "{help}");
+    let own = help
+        .split_once("\nDoctor options:\n")
+        .and_then(|(_, rest)| rest.split_once("\nConfiguration to check ("))
+        .unwrap_or_else(|| panic!("Doctor options, then the configuration, in\n{help}"))
+        .0;
+    for flag in ["--pid", "--server", "--check-timeout", "-o, --output"] {
+        assert!(
+            own.contains(flag),
+            "{flag} not under Doctor options:\n{own}"
+        );
+    }
+    assert!(!own.contains("--endpoint"), "{own}");
+    let checked = help
+        .split_once("\nConfiguration to check (")
+        .unwrap_or_else(|| panic!("no configuration heading in\n{help}"))
+        .1;
+    for flag in [
+        "--endpoint",
+        "--mode",
+        "--cloud-config",
+        "--log-level",
+        "--by-id-dir",
+    ] {
+        assert!(
+            checked.contains(flag),
+            "{flag} not under the configuration:\n{help}"
+        );
+    }
+    assert!(!help.contains("\nAdvanced and test options:"), "{help}");
 }

@@ -66,6 +66,25 @@ fn config_errors_exit_64_before_binding() {
             "--log-level",
         ),
         (
+            // Taken as a log target by EnvFilter, which then silenced every line.
+            vec![
+                "--endpoint".into(),
+                ep.clone(),
+                "--log-level".into(),
+                "warning".into(),
+            ],
+            r#"--log-level "warning" is not a valid filter: unknown level "warning""#,
+        ),
+        (
+            vec![
+                "--endpoint".into(),
+                ep.clone(),
+                "--log-level".into(),
+                "verbose".into(),
+            ],
+            r#"did you mean "debug" or "trace"?"#,
+        ),
+        (
             vec![
                 "--endpoint".into(),
                 ep.clone(),
@@ -205,4 +224,64 @@ fn cloud_config_errors_exit_64_naming_file_and_line() {
     assert_eq!(code, Some(64), "{stderr}");
     assert!(stderr.contains("auth-url"), "{stderr}");
     assert!(!sock.exists());
+}
+
+/// `--log-format json`: the last line before exiting is JSON too, whatever failed (a flag, the
+/// log filter, cloud.conf), so a log pipeline parsing JSON sees why the pod restarts.
+#[test]
+fn fatal_errors_are_json_lines_under_log_format_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("csi.sock");
+    let ep = format!("unix://{}", sock.display());
+    let conf = dir.path().join("cloud.conf");
+    std::fs::write(
+        &conf,
+        "[Global]\nauth-url = http://127.0.0.1:5000/v3\ntls-insecure = maybe\n",
+    )
+    .unwrap();
+    let conf_arg = format!("--cloud-config={}", conf.display());
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        (
+            vec![
+                "--log-format",
+                "json",
+                "--endpoint",
+                &ep,
+                "--mode",
+                "controller",
+                &conf_arg,
+            ],
+            format!("{}:3", conf.display()),
+        ),
+        (
+            vec![
+                "--log-format=json",
+                "--endpoint",
+                &ep,
+                "--log-level",
+                "warning",
+            ],
+            "unknown level \"warning\"".into(),
+        ),
+        (
+            vec!["--log-format=json", "--endpoint", &ep, "--mode", "sideways"],
+            "invalid value 'sideways'".into(),
+        ),
+    ];
+    for (args, want) in cases {
+        let (code, stderr) = run(&args);
+        assert_eq!(code, Some(64), "{args:?}: {stderr}");
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{args:?}: one JSON line: {stderr}");
+        let v: serde_json::Value = serde_json::from_str(lines[0])
+            .unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {stderr}"));
+        assert_eq!(v["level"], "ERROR", "{stderr}");
+        assert_eq!(v["exit_code"], 64, "{stderr}");
+        let message = v["message"].as_str().unwrap();
+        assert!(
+            message.contains(&want),
+            "{args:?}: {want:?} not in {message:?}"
+        );
+        assert!(!sock.exists());
+    }
 }

@@ -41,6 +41,26 @@ pub enum Command {
     Doctor(Box<crate::doctor::args::DoctorArgs>),
 }
 
+/// Parse a command line (as `Cli::try_parse_from`), with `doctor --help` listing the serve
+/// flags' advanced ones under the configuration it checks too.
+pub fn parse_from(argv: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let advanced = ADVANCED_HEADING;
+    let command = Cli::command().mut_subcommand("doctor", |doctor| {
+        doctor.mut_args(|a| {
+            if a.get_help_heading() == Some(advanced) {
+                a.help_heading(crate::doctor::args::CONFIG_ADVANCED_HEADING)
+            } else {
+                a
+            }
+        })
+    });
+    Cli::from_arg_matches(&command.try_get_matches_from(argv)?)
+}
+
+/// The serve flags' heading for the advanced and test ones.
+pub const ADVANCED_HEADING: &str = "Advanced and test options";
+
 /// The image ships `/bin/cinder-csi-plugin` (a link to this binary) and upstream manifests
 /// pass it as the first argument (`args: [/bin/cinder-csi-plugin, --endpoint=…]`), which the
 /// image's entrypoint then receives as a positional argument. A first argument that names
@@ -60,4 +80,26 @@ where
         args.remove(1);
     }
     args
+}
+
+/// The log format the command line asks for, read before clap parses it (a usage error has
+/// no parsed flags but must still be printed as the log would be): `--log-format json`,
+/// `--log-format=json`, else `CINDER_CSI_LOG_FORMAT`.
+pub fn log_format_hint(argv: &[std::ffi::OsString], env: Option<&str>) -> LogFormat {
+    let mut value = None;
+    let mut args = argv.iter().map(|a| a.to_string_lossy());
+    while let Some(arg) = args.next() {
+        if arg == "--" {
+            break;
+        }
+        if let Some(v) = arg.strip_prefix("--log-format=") {
+            value = Some(v.to_string());
+        } else if arg == "--log-format" {
+            value = args.next().map(|v| v.to_string());
+        }
+    }
+    match value.as_deref().or(env) {
+        Some(v) if v.eq_ignore_ascii_case("json") => LogFormat::Json,
+        _ => LogFormat::Text,
+    }
 }

@@ -115,7 +115,7 @@ pub struct ServeArgs {
         env = "CINDER_CSI_BY_ID_DIR",
         default_value = "/dev/disk/by-id",
         value_name = "DIR",
-        help_heading = "Advanced and test options"
+        help_heading = super::ADVANCED_HEADING
     )]
     pub by_id_dir: PathBuf,
 
@@ -124,7 +124,7 @@ pub struct ServeArgs {
         long,
         env = "CINDER_CSI_METADATA_URL",
         value_name = "URL",
-        help_heading = "Advanced and test options"
+        help_heading = super::ADVANCED_HEADING
     )]
     pub metadata_url: Option<String>,
 
@@ -134,7 +134,7 @@ pub struct ServeArgs {
         env = "CINDER_CSI_SHUTDOWN_GRACE",
         default_value_t = 30,
         value_name = "SECONDS",
-        help_heading = "Advanced and test options"
+        help_heading = super::ADVANCED_HEADING
     )]
     pub shutdown_grace: u64,
 

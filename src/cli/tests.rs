@@ -143,3 +143,30 @@ fn repeatable_cloud_flags() {
     );
     assert_eq!(a.cloud_name, vec!["r1".to_string()]);
 }
+
+#[test]
+fn log_format_is_read_before_parsing() {
+    let hint = |args: &[&str], env| {
+        let argv: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+        log_format_hint(&argv, env)
+    };
+    assert_eq!(
+        hint(&["x", "--log-format", "json", "--bad"], None),
+        LogFormat::Json
+    );
+    assert_eq!(hint(&["x", "--log-format=json"], None), LogFormat::Json);
+    assert_eq!(
+        hint(&["x", "--log-format=json", "--log-format=text"], None),
+        LogFormat::Text
+    );
+    assert_eq!(hint(&["x"], Some("json")), LogFormat::Json);
+    assert_eq!(
+        hint(&["x", "--log-format=text"], Some("json")),
+        LogFormat::Text
+    );
+    assert_eq!(
+        hint(&["x", "--", "--log-format=json"], None),
+        LogFormat::Text
+    );
+    assert_eq!(hint(&["x", "--log-format"], None), LogFormat::Text);
+}
