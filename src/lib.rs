@@ -20,6 +20,7 @@ pub mod http_endpoint;
 pub mod memory;
 pub mod metadata;
 pub mod metrics;
+pub mod process_metrics;
 pub mod server;
 pub mod telemetry;
 pub mod tls;

@@ -1,6 +1,7 @@
 //! Prometheus metrics: CSI RPCs (count by method and code, latency by method), cloud API
-//! requests (upstream's `openstack_api_*` names, so existing dashboards keep working) and
-//! each cloud's reachability (the controller's background check).
+//! requests (upstream's `openstack_api_*` names, so existing dashboards keep working), each
+//! cloud's reachability (the controller's background check), the build, and the process
+//! (`process_*`, crate::process_metrics).
 //!
 //! `/metrics` speaks both exposition formats: the Prometheus text format 0.0.4 (what
 //! `promtool check metrics`, older scrapers and curl read) unless the client asks for
@@ -32,15 +33,32 @@ struct CloudLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BuildLabels {
+    version: String,
+    revision: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabel {
     request: String,
 }
 
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
+/// Upper bounds of the RPC latency buckets, in seconds. Node RPCs take 0.1–10 ms; controller
+/// RPCs wait on Cinder and Nova for seconds to minutes, where the attach alert draws its line
+/// at three quarters of the sidecar timeout: 45 s, 135 s and 450 s for 1 m, 3 m and 10 m are
+/// bounds here, so `histogram_quantile` puts a call on the right side of the line, and 60 s
+/// and 180 s fall in different buckets (the ×4 buckets this replaces put 52–210 s in one).
+/// Other timeouts' thresholds fall between bounds and are interpolated.
+pub const RPC_BUCKETS: [f64; 30] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0, 15.0, 30.0, 45.0, 60.0, 90.0, 120.0, 135.0, 180.0, 240.0, 300.0, 450.0, 600.0,
+    900.0, 1800.0,
+];
+
 fn rpc_histogram() -> Histogram {
-    // 50 µs … ~400 s: node RPCs are sub-millisecond, controller waits take seconds.
-    Histogram::new(exponential_buckets(0.00005, 4.0, 12))
+    Histogram::new(RPC_BUCKETS)
 }
 
 fn api_histogram() -> Histogram {
@@ -96,6 +114,21 @@ impl Metrics {
             "1 when the cloud (cloud=\"\" is [Global]) answered its last background check, else 0",
             cloud_up.clone(),
         );
+        // 1, with the build in its labels (as client_golang's `go_build_info`): joins any
+        // series to the version that produced it.
+        let build_info = Family::<BuildLabels, Gauge>::default();
+        build_info
+            .get_or_create(&BuildLabels {
+                version: crate::version::VERSION.to_string(),
+                revision: crate::version::GIT_REVISION.to_string(),
+            })
+            .set(1);
+        registry.register(
+            "cinder_csi_build_info",
+            "1, labelled with the version and git revision of the running build",
+            build_info,
+        );
+        registry.register_collector(Box::new(crate::process_metrics::ProcessCollector::new()));
         Arc::new(Self {
             registry: Mutex::new(registry),
             rpc_requests,
@@ -267,6 +300,69 @@ mod tests {
                 .filter(|f| text.contains(&format!("# TYPE {f} histogram")))
                 .unwrap_or(name);
             assert!(text.contains(&format!("# HELP {family} ")), "{sample}");
+        }
+    }
+
+    /// What every scrape has besides the RPC and API families: the build and the process,
+    /// named as Prometheus' process collector names them.
+    #[test]
+    fn build_and_process_metrics() {
+        let text = Metrics::new().encode(Format::PrometheusText);
+        let want = format!(
+            r#"cinder_csi_build_info{{version="{}",revision="{}"}} 1"#,
+            crate::version::VERSION,
+            crate::version::GIT_REVISION
+        );
+        assert!(text.lines().any(|l| l == want), "{want} missing in\n{text}");
+        for (name, kind) in [
+            ("process_cpu_seconds_total", "counter"),
+            ("process_resident_memory_bytes", "gauge"),
+            ("process_virtual_memory_bytes", "gauge"),
+            ("process_open_fds", "gauge"),
+            ("process_max_fds", "gauge"),
+            ("process_start_time_seconds", "gauge"),
+            ("process_threads", "gauge"),
+        ] {
+            assert!(
+                text.contains(&format!("# TYPE {name} {kind}\n")),
+                "{name} {kind} missing in\n{text}"
+            );
+            assert!(
+                text.lines().any(|l| l.starts_with(&format!("{name} "))),
+                "no {name} sample in\n{text}"
+            );
+        }
+        let om = Metrics::new().encode(Format::OpenMetrics);
+        assert!(om.contains("# TYPE process_cpu_seconds counter\n"), "{om}");
+        assert!(
+            om.lines()
+                .any(|l| l.starts_with("process_cpu_seconds_total ")),
+            "{om}"
+        );
+    }
+
+    /// 60 s and 180 s attaches land in different buckets, and the attach alert's thresholds
+    /// for the 1 m, 3 m and 10 m timeouts (three quarters of each) are bucket bounds.
+    #[test]
+    fn buckets_resolve_attach_times() {
+        let bucket = |s: f64| RPC_BUCKETS.iter().position(|b| s <= *b);
+        assert_ne!(bucket(60.0), bucket(180.0));
+        assert_ne!(bucket(50.0), bucket(70.0));
+        for threshold in [45.0, 135.0, 450.0] {
+            assert!(RPC_BUCKETS.contains(&threshold), "{threshold}");
+        }
+        assert!(RPC_BUCKETS.windows(2).all(|w| w[0] < w[1]));
+        let m = Metrics::new();
+        m.observe_rpc("ControllerPublishVolume", "OK", 60.0);
+        let text = m.encode(Format::PrometheusText);
+        let le = |b: &str| {
+            format!(
+                r#"cinder_csi_rpc_duration_seconds_bucket{{method="ControllerPublishVolume",le="{b}"}}"#
+            )
+        };
+        for (b, n) in [("45", 0), ("60", 1), ("180", 1), ("+Inf", 1)] {
+            let line = format!("{} {n}", le(b));
+            assert!(text.lines().any(|l| l == line), "{line} missing in\n{text}");
         }
     }
 

@@ -27,17 +27,30 @@ impl ApiObserver for ApiToPrometheus {
 /// The OpenStack clouds the controller serves: one adapter per resolved `[Global]` section,
 /// all counting into one [`ApiMetrics`]. No request is made here; a bad section is a
 /// configuration error (exit 64).
+#[cfg(test)]
 pub(super) async fn openstack_clouds(
     plan: &Plan,
     metrics: &Arc<Metrics>,
 ) -> Result<(Clouds, Arc<ApiMetrics>), AppError> {
+    let (adapters, api_metrics) = openstack_adapters(plan, metrics).await?;
+    Ok((
+        Clouds::new(adapters.iter().map(OpenStack::cloud)),
+        api_metrics,
+    ))
+}
+
+/// The adapters themselves, one per section (the credential reloader holds them too).
+async fn openstack_adapters(
+    plan: &Plan,
+    metrics: &Arc<Metrics>,
+) -> Result<(Vec<Arc<OpenStack>>, Arc<ApiMetrics>), AppError> {
     let api_metrics = Arc::new(ApiMetrics::with_observer(ApiToPrometheus(metrics.clone())));
-    let mut clouds = Vec::new();
+    let mut adapters = Vec::new();
     for (name, global) in &plan.clouds {
         let os = openstack_cloud(name, global, &plan.config.block_storage, &api_metrics).await?;
-        clouds.push(os.into_cloud());
+        adapters.push(Arc::new(os));
     }
-    Ok((Clouds::new(clouds), api_metrics))
+    Ok((adapters, api_metrics))
 }
 
 /// The adapter of one validated `[Global]` section, as the controller builds it (no request
@@ -64,6 +77,16 @@ pub async fn build_clouds(
     plan: &Plan,
     metrics: &Arc<Metrics>,
 ) -> Result<Clouds, AppError> {
+    Ok(controller_clouds(args, plan, metrics).await?.0)
+}
+
+/// [`build_clouds`], with the OpenStack adapters (none for the local backend) for the
+/// credential reloader.
+pub(super) async fn controller_clouds(
+    args: &ServeArgs,
+    plan: &Plan,
+    metrics: &Arc<Metrics>,
+) -> Result<(Clouds, Vec<Arc<OpenStack>>), AppError> {
     match args.backend {
         Backend::Local => {
             let dir = args
@@ -80,9 +103,12 @@ pub async fn build_clouds(
                 .await
                 .map_err(|e| AppError::Runtime(format!("local backend: {e}")))?,
             );
-            Ok(Clouds::new([Cloud::new("", local)]))
+            Ok((Clouds::new([Cloud::new("", local)]), Vec::new()))
         }
-        Backend::Openstack => Ok(openstack_clouds(plan, metrics).await?.0),
+        Backend::Openstack => {
+            let (adapters, _) = openstack_adapters(plan, metrics).await?;
+            Ok((Clouds::new(adapters.iter().map(OpenStack::cloud)), adapters))
+        }
     }
 }
 

@@ -6,6 +6,7 @@ mod clouds;
 mod error;
 mod options;
 mod plan;
+mod reload;
 mod run;
 #[cfg(test)]
 mod tests;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tonic::transport::Server;
 
-use super::clouds::{build_clouds, CloudUpGauge};
+use super::clouds::{controller_clouds, CloudUpGauge};
 use super::error::AppError;
 use super::options::{by_id_dir, controller_options};
 use super::plan::{local_node_id, plan};
@@ -52,7 +52,10 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     let mut readiness: Vec<Arc<dyn Readiness>> = Vec::new();
     // Built before anything binds: a bad backend or config exits 64 first.
     let controller = if plan.controller {
-        let clouds = build_clouds(&args, &plan, &metrics).await?;
+        let (clouds, adapters) = controller_clouds(&args, &plan, &metrics).await?;
+        // Rotated credentials (the Secret updated in place) are taken without a restart.
+        super::reload::Reloader::new(args.cloud_config.clone(), args.cloud_name.clone(), adapters)
+            .spawn();
         // Cloud reachability is watched in the background, never asked by Probe.
         let monitor = CloudMonitor::new(
             clouds.clone(),

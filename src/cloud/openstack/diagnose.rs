@@ -71,7 +71,7 @@ impl OpenStack {
     pub async fn session_report(&self) -> CloudResult<SessionReport> {
         let session = self.api.keystone.session().await?;
         Ok(SessionReport {
-            auth: self.api.keystone.description().to_string(),
+            auth: self.api.keystone.description(),
             project_id: session.project_id.clone(),
             cinder_url: session.cinder.clone(),
             nova_url: session.nova.clone(),

@@ -1,7 +1,9 @@
 //! Keystone v3 tokens: fetched on first use, shared by every request of the cloud, renewed
 //! shortly before they expire, and dropped when a service answers 401. Fetching is
 //! single-flight: whoever needs a token while one is being fetched waits for that one, so a
-//! storm of RPCs costs one Keystone request.
+//! storm of RPCs costs one Keystone request. New credentials (a rotated cloud.conf) are used
+//! for the next token, fetched at the next call; until Keystone accepts them the current token
+//! keeps serving while it is valid, so a typo in the new Secret does not stop provisioning.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,12 +60,15 @@ impl Session {
 struct State {
     session: Option<Arc<Session>>,
     failed_at: Option<Instant>,
+    /// The credentials changed since `session` was issued: renew at the next call.
+    rotated: bool,
 }
 
 pub struct Keystone {
     http: Http,
     token_url: String,
-    method: AuthMethod,
+    /// Replaced by [`Keystone::rotate`]; read once per token request.
+    method: std::sync::Mutex<Arc<AuthMethod>>,
     interface: Interface,
     region: Option<String>,
     state: Mutex<State>,
@@ -80,7 +85,7 @@ impl Keystone {
         Self {
             http,
             token_url: token_url(auth_url),
-            method,
+            method: std::sync::Mutex::new(Arc::new(method)),
             interface,
             region,
             state: Mutex::new(State::default()),
@@ -96,7 +101,7 @@ impl Keystone {
             let retry_later = st
                 .failed_at
                 .is_some_and(|f| now < f + TOKEN_RETRY_AFTER && now < s.expires_at);
-            if now < s.refresh_at || retry_later {
+            if (now < s.refresh_at && !st.rotated) || retry_later {
                 return Ok(s.clone());
             }
         }
@@ -105,6 +110,7 @@ impl Keystone {
                 let s = Arc::new(s);
                 st.session = Some(s.clone());
                 st.failed_at = None;
+                st.rotated = false;
                 Ok(s)
             }
             Err(e) => match st.session.clone() {
@@ -119,8 +125,38 @@ impl Keystone {
     }
 
     /// The auth method, user and project (for messages; never a secret).
-    pub fn description(&self) -> &str {
-        &self.method.description
+    pub fn description(&self) -> String {
+        self.method().description.clone()
+    }
+
+    fn method(&self) -> Arc<AuthMethod> {
+        self.method
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Take new credentials: the next call fetches a token with them (the current token
+    /// serves until then, and after, while Keystone refuses them and it is still valid).
+    /// False when they are the ones in use.
+    pub async fn rotate(&self, method: AuthMethod) -> bool {
+        {
+            let mut current = self.method.lock().unwrap_or_else(|e| e.into_inner());
+            if **current == method {
+                return false;
+            }
+            *current = Arc::new(method);
+        }
+        let mut st = self.state.lock().await;
+        st.rotated = true;
+        st.failed_at = None;
+        true
+    }
+
+    /// Whether a token with the credentials of the last [`Keystone::rotate`] is still to be
+    /// had (Keystone refused them, or no call has asked yet).
+    pub async fn rotation_pending(&self) -> bool {
+        self.state.lock().await.rotated
     }
 
     /// A service refused `stale` with 401: forget it (unless someone already replaced it).
@@ -134,14 +170,15 @@ impl Keystone {
 
     async fn fetch(&self) -> Result<Session, CloudError> {
         let started = Instant::now();
+        let method = self.method();
         let req = Outgoing::to(http::Method::POST, &self.token_url)
             .map_err(CloudError::Internal)?
-            .json(&self.method.request_body());
+            .json(&method.request_body());
         let ans = self
             .http
             .execute(Op::KeystoneToken, req, &[])
             .await
-            .map_err(|e| self.error(e))?;
+            .map_err(|e| self.error(&method, e))?;
         let token = ans
             .headers
             .get("x-subject-token")
@@ -188,7 +225,7 @@ impl Keystone {
             session
         };
         tracing::info!(
-            auth = %self.method.description,
+            auth = %method.description,
             lifetime_s = lifetime.as_secs(),
             project_id = session.project_id.as_deref().unwrap_or(""),
             "got a Keystone token"
@@ -196,11 +233,11 @@ impl Keystone {
         Ok(session)
     }
 
-    fn error(&self, e: ApiError) -> CloudError {
+    fn error(&self, method: &AuthMethod, e: ApiError) -> CloudError {
         let request_id = RequestId(e.request_id.clone());
         let context = format!(
             "Keystone {} refused the {}",
-            self.token_url, self.method.description
+            self.token_url, method.description
         );
         match e.status.map(|s| s.as_u16()) {
             Some(401) => CloudError::Unauthorized {

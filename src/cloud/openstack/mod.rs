@@ -22,13 +22,14 @@ pub mod metrics;
 pub(crate) mod microversion;
 pub mod options;
 mod placement;
+pub mod rotate;
 mod servers;
 mod type_cache;
 mod volumes;
 mod watcher;
 
 #[cfg(test)]
-mod testserver;
+pub(crate) mod testserver;
 
 use std::sync::Arc;
 
@@ -45,6 +46,8 @@ use watcher::Watcher;
 /// One OpenStack cloud: implements every role of the port.
 pub struct OpenStack {
     name: String,
+    /// The section it was built from (credentials replaced by `reload_credentials`).
+    config: crate::config::GlobalConfig,
     api: Arc<Api>,
     watcher: Watcher,
     types: TypeCache,
@@ -88,6 +91,7 @@ impl OpenStack {
         ));
         Ok(Self {
             name: name.to_string(),
+            config: global.clone(),
             watcher: Watcher::new(api.clone()),
             types: TypeCache::default(),
             api,
@@ -97,7 +101,17 @@ impl OpenStack {
 
     /// This cloud in every role, for `Clouds`.
     pub fn into_cloud(self) -> Cloud {
-        Cloud::new(self.name.clone(), Arc::new(self))
+        Arc::new(self).cloud()
+    }
+
+    /// This cloud in every role, sharing the adapter (the credential reloader keeps one too).
+    pub fn cloud(self: &Arc<Self>) -> Cloud {
+        Cloud::new(self.name.clone(), self.clone())
+    }
+
+    /// The `[Global "name"]` it serves (`""`: `[Global]`).
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     pub fn metrics(&self) -> &Arc<ApiMetrics> {

@@ -55,6 +55,8 @@ pub struct FakeState {
     pub reject_all_tokens: bool,
     /// Leave Cinder out of the catalog of the tokens issued.
     pub hide_cinder: bool,
+    /// When set, only these passwords get a token (401 otherwise): credential rotation.
+    pub passwords: Option<HashSet<String>>,
 }
 
 #[derive(Clone)]
@@ -229,7 +231,20 @@ async fn handle(
     }
     if path == "/identity/v3/auth/tokens" && method == Method::POST {
         let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        let password = body["auth"]["identity"]["password"]["user"]["password"].as_str();
+        let refused = s
+            .passwords
+            .as_ref()
+            .is_some_and(|ok| !password.is_some_and(|p| ok.contains(p)));
         s.auth_bodies.push(body);
+        if refused {
+            return reply(
+                401,
+                &[],
+                json!({"error": {"code": 401, "title": "Unauthorized",
+                "message": "The request you have made requires authentication."}}),
+            );
+        }
         s.tokens_issued += 1;
         let token = format!("tok-{}", s.tokens_issued);
         s.valid_tokens.insert(token.clone());
