@@ -102,10 +102,98 @@ for manifest in "$ctl" "$dep"; do
             || fail "$c runs without --leader-election=true"
     done
 done
-# Leader election needs leases.
-render -s templates/controller-rbac.yaml | grep -A2 '"coordination.k8s.io"' \
-    | has 'verbs: \["get", "watch", "list", "delete", "update", "create"\]' \
-    || fail "controller RBAC lacks leases"
+# Least privilege and locked-down pods (tests/deploy/check-chart.py): one ClusterRole per
+# sidecar with exactly its documented rules (tests/deploy/sidecar-rbac.yaml), leases and
+# CSIStorageCapacity in namespaced Roles, seccomp RuntimeDefault on every pod, a non-root
+# controller meeting Pod Security "restricted", node sidecars without capabilities, no node
+# token, a PDB and spread constraints; in every combination that changes the rules.
+check() { "$venv/bin/python" tests/deploy/check-chart.py "$tmpdir/c.yaml" tests/deploy/sidecar-rbac.yaml "$@"; }
+render >"$tmpdir/c.yaml" && check
+render --set csiDriver.storageCapacity=true >"$tmpdir/c.yaml" && check --capacity
+render --set csiDriver.storageCapacity=true --set controller.kind=Deployment >"$tmpdir/c.yaml" \
+    && check --capacity --deployment
+render --set controller.readSecrets=true >"$tmpdir/c.yaml" && check --read-secrets
+render --set controller.securityContext.privileged=true >"$tmpdir/c.yaml" && check --privileged-controller
+# The checker itself fails on what the issue found in the old chart (leases cluster-wide).
+sed 's/^kind: Role$/kind: ClusterRole/' "$tmpdir/c.yaml" >"$tmpdir/c2.yaml" && mv "$tmpdir/c2.yaml" "$tmpdir/c.yaml"
+check --privileged-controller >/dev/null && fail "check-chart.py passed leases in a ClusterRole"
+# The fixture is the sidecars' own rbac.yaml when their Go modules are here (tests/peers/build).
+if tests/deploy/sidecar-rbac.sh --check >"$tmpdir/rbac-check" 2>&1; then :
+elif [[ $? == 3 ]]; then echo "sidecar RBAC fixture: modules not in the Go cache, compared at the last regeneration"
+else cat "$tmpdir/rbac-check"; fail "tests/deploy/sidecar-rbac.yaml is stale"; fi
+# A privileged controller (the local backend's) runs as root, with no capability list.
+priv=$(render -s templates/controller.yaml --set controller.securityContext.privileged=true)
+has 'runAsNonRoot' <<<"$priv" && fail "privileged controller keeps runAsNonRoot"
+# Leader election: every sidecar in the release namespace, the timings from values.
+le=$(render -s templates/controller.yaml -n csi --set controller.leaderElection.leaseDuration=40s)
+[[ $(grep -c -- '--leader-election-namespace=csi$' <<<"$le") == 4 ]] || fail "leader election namespace"
+[[ $(grep -c -- '--leader-election-lease-duration=40s$' <<<"$le") == 4 ]] || fail "leaseDuration not passed"
+render --set controller.leaderElection.leaseDuration=forever >/dev/null 2>&1 && fail "schema accepted a bad duration"
+# Sidecars' extraEnv and envFrom.
+env=$(render -s templates/controller.yaml --set 'sidecars.provisioner.extraEnv[0].name=HTTPS_PROXY' \
+    --set 'sidecars.provisioner.extraEnv[0].value=http://proxy:3128' \
+    --set 'sidecars.attacher.envFrom[0].configMapRef.name=proxy')
+has -- '- name: HTTPS_PROXY' <<<"$env" || fail "sidecars.provisioner.extraEnv not rendered"
+has -A1 '^          envFrom:' <<<"$env" || fail "sidecars.attacher.envFrom not rendered"
+# The node plugin serves /metrics on its host port by default; 0 turns it off.
+nd=$(render -s templates/node.yaml)
+has -- '--http-endpoint=:9810$' <<<"$nd" || fail "node /metrics not on by default"
+[[ $(render -s templates/node.yaml --set node.metricsPort=0 | grep -c -- '--http-endpoint') == 1 ]] \
+    || fail "node.metricsPort=0 still serves (only the livenessprobe's --http-endpoint should remain)"
+has '^    rollingUpdate:$' <<<"$nd" || fail "node updateStrategy not rendered"
+# The chart's Secret: refused without data; its checksum rolls both plugins when it changes.
+out=$(render --set secret.create=true 2>&1) && fail "secret.create=true without data rendered"
+has 'secret.create=true renders the Secret "cloud-config" from secret.data, which is empty' <<<"$out" \
+    || fail "secret.create without data: $out"
+sum() { render --set secret.create=true --set "secret.data.Global.auth-url=$1" \
+    | grep 'checksum/secret:' | sort -u; }
+a=$(sum https://a/v3) b=$(sum https://b/v3)
+[[ $(wc -l <<<"$a") == 1 && -n $a && $a != "$b" ]] || fail "checksum/secret: '$a' vs '$b'"
+[[ $(render --set secret.create=true --set 'secret.data.Global.auth-url=x' | grep -c 'checksum/secret:') == 2 ]] \
+    || fail "checksum/secret not on both the controller and the node pods"
+render | has 'checksum/secret' && fail "checksum of a Secret the chart does not render"
+# node.namespace: the DaemonSet, its account, its PodMonitor and a copy of the chart's Secret
+# there (Pod Security: a privileged namespace for the node, restricted for the controller).
+render --set node.namespace=csi-node --set secret.create=true --set 'secret.data.Global.auth-url=x' \
+    --set monitoring.podMonitor.enabled=true >"$tmpdir/split.yaml"
+"$venv/bin/python" - "$tmpdir/split.yaml" <<'EOF2' || fail "node.namespace"
+import sys, yaml
+where = {(d["kind"], d["metadata"].get("namespace")) for d in yaml.safe_load_all(open(sys.argv[1])) if d}
+for want in [("DaemonSet", "csi-node"), ("ServiceAccount", "csi-node"), ("Secret", "csi-node"),
+             ("Secret", "kube-system"), ("StatefulSet", "kube-system"), ("ServiceAccount", "kube-system")]:
+    assert want in where, (want, sorted(where))
+assert ("DaemonSet", "kube-system") not in where
+EOF2
+# VolumeSnapshotClasses from values.
+vsc=$(render -s templates/volumesnapshotclass.yaml --set 'volumeSnapshotClasses[0].name=a' \
+    --set 'volumeSnapshotClasses[0].isDefault=true' --set 'volumeSnapshotClasses[1].name=b' \
+    --set 'volumeSnapshotClasses[1].parameters.type=backup' --set 'volumeSnapshotClasses[1].deletionPolicy=Retain')
+[[ $(grep -c '^kind: VolumeSnapshotClass$' <<<"$vsc") == 2 ]] || fail "volumeSnapshotClasses"
+has 'snapshot.storage.kubernetes.io/is-default-class: "true"' <<<"$vsc" || fail "isDefault"
+has '^  type: "backup"$' <<<"$vsc" || fail "parameters"
+render | has 'kind: VolumeSnapshotClass' && fail "a VolumeSnapshotClass by default (the CRDs may be absent)"
+# ServiceMonitor and PodMonitor: off by default, set the job the alerts look for; the
+# ServiceMonitor takes the controller off the PodMonitors; upstream's csi.plugin.podMonitor works.
+render | has -E '^kind: (ServiceMonitor|PodMonitor)$' && fail "monitors rendered by default"
+mon=$(render --set monitoring.serviceMonitor.enabled=true --set monitoring.podMonitor.enabled=true \
+    --set monitoring.serviceMonitor.labels.release=prom --set monitoring.podMonitor.interval=15s)
+[[ $(grep -c '^kind: ServiceMonitor$' <<<"$mon") == 1 && $(grep -c '^kind: PodMonitor$' <<<"$mon") == 1 ]] \
+    || fail "serviceMonitor + podMonitor: one of each (the node's PodMonitor)"
+has 'replacement: cinder-csi-controller$' <<<"$mon" && has 'replacement: cinder-csi-node$' <<<"$mon" \
+    || fail "monitors do not set the jobs"
+pm=$(render --set csi.plugin.podMonitor.enabled=true --set csi.plugin.podMonitor.additionalLabels.team=storage)
+[[ $(grep -c '^kind: PodMonitor$' <<<"$pm") == 2 ]] || fail "upstream's csi.plugin.podMonitor: controller and node PodMonitors"
+has '^    team: storage$' <<<"$pm" || fail "upstream's podMonitor.additionalLabels"
+out=$(render --set csi.plugin.podMonitor.enabled=true --set csi.plugin.image.tag=x 2>&1) && fail "csi.plugin.image accepted"
+render --set monitoring.serviceMonitor.enabled=true --set controller.metricsPort=0 >/dev/null 2>&1 \
+    && fail "a ServiceMonitor without a metrics port"
+"$helm" template r charts/cinder-csi -n kube-system --set monitoring.serviceMonitor.enabled=true \
+    --set monitoring.podMonitor.enabled=true >"$tmpdir/mon.yaml"
+"$venv/bin/python" - "$tmpdir/mon.yaml" <<'EOF2' | validate 1.34.0
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+yaml.safe_dump_all([d for d in docs if not d["apiVersion"].startswith("monitoring.coreos.com/")], sys.stdout)
+EOF2
 # The controller on the host network moves its livenessprobe off the node plugin's host port.
 has -E '^      hostNetwork:' <<<"$ctl" && fail "controller on the host network by default"
 hn=$(render -s templates/controller.yaml --set controller.hostNetwork=true)
@@ -139,9 +227,11 @@ has 'privileged: true' <<<"$priv" || fail "controller.securityContext.privileged
 render -s templates/controller-rbac.yaml | has secrets && fail "secrets RBAC rendered by default"
 render -s templates/controller-rbac.yaml --set controller.readSecrets=true \
     | grep -A1 '"secrets"' | has 'verbs: \["get"\]$' || fail "readSecrets=true must grant get only"
-# hostMount reads the node's /etc/kubernetes, as upstream's chart.
-render -f "$tmpdir/knobs.yaml" -s templates/node.yaml | has 'path: /etc/kubernetes$' \
-    || fail "secret.hostMount does not mount /etc/kubernetes"
+# hostMount reads the node's /etc/config, as upstream's chart (hostMountPath: the old path).
+render -f "$tmpdir/knobs.yaml" -s templates/node.yaml | has 'path: /etc/config$' \
+    || fail "secret.hostMount does not mount /etc/config"
+render -f "$tmpdir/knobs.yaml" -s templates/node.yaml --set secret.hostMountPath=/etc/kubernetes \
+    | has 'path: /etc/kubernetes$' || fail "secret.hostMountPath not used"
 # CSIDriver and StorageClasses as upstream's (immutable fields).
 render -s templates/csidriver.yaml | has fsGroupPolicy && fail "fsGroupPolicy must be unset by default"
 render -s templates/csidriver.yaml | has -- '- Ephemeral' || fail "CSIDriver must list Ephemeral as upstream"
@@ -173,7 +263,9 @@ EOF2
 "$venv/bin/yamllint" -d "$lint_cfg" deploy/examples/
 "$venv/bin/yamllint" -d "$lint_cfg" charts/cinder-csi/Chart.yaml charts/cinder-csi/values.yaml \
     deploy/kubernetes/cloud-config-secret.yaml
-"$helm" template r charts/cinder-csi -n kube-system | "$venv/bin/yamllint" -d "$lint_cfg" -
+# Helm's toYaml writes a map's list unindented (`drop:` then `- ALL`), as kubectl does.
+"$helm" template r charts/cinder-csi -n kube-system | "$venv/bin/yamllint" \
+    -d '{extends: default, rules: {line-length: disable, document-start: disable, indentation: {indent-sequences: whatever}}}' -
 "$venv/bin/hadolint" --failure-threshold error deploy/Dockerfile
 
 # The rendered manifest must match the chart.

@@ -70,6 +70,12 @@ done
 grep -q '^cinder_csi_cloud_up{cloud=""} 0' "$tmp/metrics" \
     || { cat "$tmp/metrics"; fail "the scrape lacks cinder_csi_cloud_up 0"; }
 "$py" tests/monitoring/check_exprs.py "$tmp/metrics" "$rules" "$dashboard"
+# The process collector's names and the build, as Prometheus' process collector names them.
+for m in process_resident_memory_bytes process_virtual_memory_bytes process_open_fds \
+    process_max_fds process_start_time_seconds process_cpu_seconds_total process_threads \
+    'cinder_csi_build_info{version='; do
+    grep -q "^$m" "$tmp/metrics" || fail "the scrape lacks $m"
+done
 
 # The chart: both objects off by default, valid when on, the rules follow `timeout`.
 render() { "$helm" template r charts/cinder-csi -n kube-system "$@"; }
@@ -98,6 +104,18 @@ yaml.safe_dump(rule["spec"], open(f"{tmp}/rules-10m.yaml", "w"))
 yaml.safe_dump_all([d for d in docs if d["kind"] != "PrometheusRule"], open(f"{tmp}/builtin.yaml", "w"))
 EOF
 promtool check rules "$tmp/rules-10m.yaml"
+# The near-timeout alert at the 1 m, 3 m and 10 m timeouts, on full bucket series with the
+# buckets of the real scrape above (tests/monitoring/attach_cases.py): fires for attaches past
+# three quarters of the timeout, silent below, one slow attach in a quiet hour fires.
+for t in 1m:60 3m:180 10m:600; do
+    mkdir "$tmp/t-${t%%:*}"
+    render --set monitoring.prometheusRule.enabled=true --set "timeout=${t%%:*}" \
+        -s templates/prometheusrule.yaml | "$py" -c 'import sys, yaml; yaml.safe_dump(yaml.safe_load(sys.stdin)["spec"], sys.stdout)' \
+        >"$tmp/t-${t%%:*}/chart-rules.yaml"
+    "$py" tests/monitoring/attach_cases.py "$tmp/metrics" "$tmp/t-${t%%:*}/chart-rules.yaml" "${t#*:}" "$tmp/t-${t%%:*}"
+    promtool test rules "$tmp/t-${t%%:*}/attach.test.yaml" >"$tmp/t-${t%%:*}/out" 2>&1 \
+        || { tail -40 "$tmp/t-${t%%:*}/out"; fail "near-timeout alert wrong at timeout ${t%%:*}"; }
+done
 # Built-in kinds (the ConfigMap among them) against the Kubernetes schemas; the PrometheusRule
 # is a CRD without one here, so its spec was checked by promtool above.
 out=$("$venv/bin/kubernetes-validate" --strict -k 1.34.0 - <"$tmp/builtin.yaml" 2>&1) || { echo "$out"; fail "invalid objects"; }

@@ -105,9 +105,13 @@ def check_dashboard_shape(path):
     return problems
 
 
+# What Prometheus itself writes for every target (the absent/up alerts use `up`).
+SCRAPE_SERIES = {"up", "scrape_duration_seconds", "scrape_samples_scraped"}
+
+
 def main():
     scrape, rules, dashboard = sys.argv[1:4]
-    have = scrape_names(open(scrape).read())
+    have = scrape_names(open(scrape).read()) | SCRAPE_SERIES
     exprs = rule_exprs(rules) + dashboard_exprs(dashboard)
     problems = check_dashboard_shape(dashboard)
     used = set()

@@ -44,7 +44,8 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - --log-format={{ .Values.logFormat }}
 {{- end -}}
 
-{{/* The cloud-config volume: a Secret, or the node's /etc/kubernetes (upstream's hostMount). */}}
+{{/* The cloud-config volume: a Secret (as a directory, never subPath: the kubelet updates
+only those in place), or the node's /etc/config (upstream's hostMount). */}}
 {{- define "cinder-csi.cloudConfigVolume" -}}
 {{- if .Values.secret.enabled -}}
 - name: cloud-config
@@ -53,7 +54,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- else if .Values.secret.hostMount -}}
 - name: cloud-config
   hostPath:
-    path: /etc/kubernetes
+    path: {{ .Values.secret.hostMountPath }}
     type: Directory
 {{- end -}}
 {{- end -}}
@@ -114,7 +115,6 @@ the key to use instead of silently ignoring them.
   (list "csi.plugin.volumes" "controller.extraVolumes and node.extraVolumes")
   (list "csi.plugin.volumeMounts" "controller.extraVolumeMounts and node.extraVolumeMounts")
   (list "csi.plugin.httpEndpoint" "controller.metricsPort")
-  (list "csi.plugin.podMonitor" "(none: scrape controller.metricsPort yourself)")
   (list "csi.attacher" "sidecars.attacher")
   (list "csi.provisioner" "sidecars.provisioner")
   (list "csi.snapshotter" "sidecars.snapshotter")
@@ -140,7 +140,92 @@ the key to use instead of silently ignoring them.
 {{- fail (printf "values key %q is from upstream's openstack-cinder-csi chart; this chart's key is %s (docs/MIGRATING.md)" (index . 0) (index . 1)) -}}
 {{- end -}}
 {{- end -}}
-{{- if not (empty $v.csi) -}}
-{{- fail (printf "values key \"csi\" is from upstream's openstack-cinder-csi chart; see docs/MIGRATING.md for this chart's keys (got csi: %s)" (toJson $v.csi)) -}}
+{{- /* upstream's csi.plugin.podMonitor is taken as monitoring.podMonitor (cinder-csi.podMonitor) */ -}}
+{{- $rest := deepCopy ($v.csi | default dict) -}}
+{{- if kindIs "map" $rest.plugin -}}
+{{- $_ := unset $rest.plugin "podMonitor" -}}
+{{- if empty $rest.plugin }}{{ $_ := unset $rest "plugin" }}{{ end -}}
 {{- end -}}
+{{- if not (empty $rest) -}}
+{{- fail (printf "values key \"csi\" is from upstream's openstack-cinder-csi chart; see docs/MIGRATING.md for this chart's keys (got csi: %s)" (toJson $rest)) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The leader election flags every controller sidecar gets. */}}
+{{- define "cinder-csi.leaderElectionArgs" -}}
+- --leader-election=true
+- --leader-election-namespace={{ .Release.Namespace }}
+{{- with .Values.controller.leaderElection }}
+- --leader-election-lease-duration={{ .leaseDuration }}
+- --leader-election-renew-deadline={{ .renewDeadline }}
+- --leader-election-retry-period={{ .retryPeriod }}
+{{- end }}
+{{- end -}}
+
+{{/* A sidecar's env, envFrom and securityContext: (list $ .Values.sidecars.NAME). */}}
+{{- define "cinder-csi.sidecarExtras" -}}
+{{- $root := index . 0 -}}
+{{- $sidecar := index . 1 -}}
+{{- with $sidecar.extraEnv }}
+env:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $sidecar.envFrom }}
+envFrom:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $root.Values.sidecars.securityContext }}
+securityContext:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/*
+Pod annotations: a checksum of the Secret the chart renders, so that `helm upgrade` with new
+secret.data restarts the pods (the controller would also take new credentials in place).
+*/}}
+{{- define "cinder-csi.secretChecksum" -}}
+{{- if and .Values.secret.enabled .Values.secret.create -}}
+checksum/secret: {{ include (print .Template.BasePath "/secret.yaml") . | sha256sum | trunc 16 }}
+{{- end -}}
+{{- end -}}
+
+{{/* The PodMonitor/ServiceMonitor endpoint settings shared by both: (dict "m" VALUES "job" JOB). */}}
+{{- define "cinder-csi.scrapeEndpoint" -}}
+path: /metrics
+scheme: http
+interval: {{ .m.interval }}
+scrapeTimeout: {{ .m.scrapeTimeout }}
+relabelings:
+  # The job the chart's alerts look for (monitoring.controllerJob / nodeJob).
+  - action: replace
+    targetLabel: job
+    replacement: {{ .job }}
+  {{- with .m.relabelings }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- with .m.metricRelabelings }}
+metricRelabelings:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/*
+monitoring.podMonitor, with upstream's csi.plugin.podMonitor {enabled, additionalLabels}
+taken as it (enabled wins if either says so; the labels are merged).
+*/}}
+{{- define "cinder-csi.podMonitor" -}}
+{{- $m := deepCopy .Values.monitoring.podMonitor -}}
+{{- $up := dict -}}
+{{- if and (kindIs "map" .Values.csi) (kindIs "map" .Values.csi.plugin) (kindIs "map" .Values.csi.plugin.podMonitor) -}}
+{{- $up = .Values.csi.plugin.podMonitor -}}
+{{- end -}}
+{{- if $up.enabled }}{{ $_ := set $m "enabled" true }}{{ end -}}
+{{- $_ := set $m "labels" (merge (deepCopy ($m.labels | default dict)) ($up.additionalLabels | default dict)) -}}
+{{- toYaml $m -}}
+{{- end -}}
+
+{{/* Where the node plugin runs: node.namespace, else the release's. */}}
+{{- define "cinder-csi.nodeNamespace" -}}
+{{- .Values.node.namespace | default .Release.Namespace -}}
 {{- end -}}
