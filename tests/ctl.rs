@@ -196,6 +196,86 @@ fn controller_round_trip() {
         .is_empty());
 }
 
+/// The GroupController RPCs through `ctl` on the local backend (unattached volumes: no
+/// freeze needed), and their capability.
+#[test]
+fn group_snapshot_round_trip() {
+    let d = start();
+    let ep = d.endpoint();
+    let json = |args: &[&str]| -> serde_json::Value {
+        let mut all = vec!["-o", "json"];
+        all.extend_from_slice(args);
+        let (code, out, err) = ctl(&ep, &all);
+        assert_eq!(code, 0, "ctl {args:?}: {err}");
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+    };
+    let caps = json(&["capabilities"]);
+    assert_eq!(
+        caps["group_controller"],
+        serde_json::json!(["CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT"])
+    );
+    assert!(caps["plugin"]
+        .as_array()
+        .unwrap()
+        .contains(&serde_json::json!("GROUP_CONTROLLER_SERVICE")));
+    let a = json(&["create-volume", "pvc-a", "--size", "1Gi"])["volume_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let b = json(&["create-volume", "pvc-b", "--size", "2Gi"])["volume_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let g = json(&[
+        "create-group-snapshot",
+        "group-ctl",
+        "--source",
+        &a,
+        "--source",
+        &b,
+        "--param",
+        "group-type=local",
+    ]);
+    let gid = g["group_snapshot_id"].as_str().unwrap().to_string();
+    assert_eq!(g["ready_to_use"], true);
+    let members = g["snapshots"].as_array().unwrap();
+    assert_eq!(members.len(), 2);
+    let sids: Vec<&str> = members
+        .iter()
+        .map(|m| m["snapshot_id"].as_str().unwrap())
+        .collect();
+    for m in members {
+        assert_eq!(m["group_snapshot_id"], gid.as_str());
+    }
+    let got = json(&[
+        "get-group-snapshot",
+        &gid,
+        "--snapshot",
+        sids[0],
+        "--snapshot",
+        sids[1],
+    ]);
+    assert_eq!(got, g);
+    // A member list that is not the group's: InvalidArgument, exit 1.
+    let (code, _, err) = ctl(&ep, &["get-group-snapshot", &gid, "--snapshot", sids[0]]);
+    assert_eq!(code, 1);
+    assert!(err.contains("InvalidArgument"), "{err}");
+    // Text output names the members.
+    let (code, out, _) = ctl(&ep, &["get-group-snapshot", &gid]);
+    assert_eq!(code, 0);
+    assert!(out.contains(sids[1]), "{out}");
+    assert_eq!(
+        json(&["delete-group-snapshot", &gid]),
+        serde_json::json!({})
+    );
+    let (code, _, err) = ctl(&ep, &["get-group-snapshot", &gid]);
+    assert_eq!(code, 1);
+    assert!(err.contains("NotFound"), "{err}");
+    for v in [&a, &b] {
+        assert_eq!(ctl(&ep, &["delete-volume", v]).0, 0);
+    }
+}
+
 mod local_rig;
 
 /// The node RPCs (and publish/unpublish) through `ctl`, on real loop devices and mounts. The

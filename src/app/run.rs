@@ -12,9 +12,11 @@ use super::plan::{local_node_id, plan};
 use crate::cli::{Backend, ServeArgs};
 use crate::config::CloudConfig;
 use crate::csi::controller::ControllerService;
+use crate::csi::group_controller::GroupControllerService;
 use crate::csi::identity::IdentityService;
 use crate::csi::node::NodeService;
 use crate::csi::pb::controller_server::ControllerServer;
+use crate::csi::pb::group_controller_server::GroupControllerServer;
 use crate::csi::pb::identity_server::IdentityServer;
 use crate::csi::pb::node_server::NodeServer;
 use crate::driver::controller::Controller;
@@ -63,16 +65,21 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
         );
         monitor.spawn();
         readiness.push(monitor);
-        let core = Controller::new(
+        let core = Arc::new(Controller::new(
             clouds,
             controller_options(&args, &plan.config.block_storage),
-        );
-        Some(ControllerServer::new(ControllerService::new(Arc::new(
-            core,
-        ))))
+        ));
+        Some(core)
     } else {
         None
     };
+    // Group snapshots: the local backend freezes its members; the OpenStack adapter's are
+    // not there yet.
+    let group_controller = controller
+        .as_ref()
+        .filter(|_| args.backend == Backend::Local)
+        .map(|core| GroupControllerServer::new(GroupControllerService::new(core.clone())));
+    let controller = controller.map(|core| ControllerServer::new(ControllerService::new(core)));
     if args.backend == Backend::Local && plan.node {
         // A controller process sharing DIR learns this node from the registration.
         let dir = args.local_dir.clone().unwrap_or_default();
@@ -101,6 +108,7 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
         driver_name: args.driver_name.clone(),
         vendor_version: crate::version::vendor_version(),
         controller: plan.controller,
+        group_controller: group_controller.is_some(),
         topology: args.with_topology,
         health: health.clone(),
     };
@@ -137,6 +145,7 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
         .layer(RpcSpanLayer::new(metrics, rpcs.clone()))
         .add_service(IdentityServer::new(identity))
         .add_optional_service(controller)
+        .add_optional_service(group_controller)
         .add_optional_service(node_service);
     server::serve(
         router,

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::{Copies, Health, Placement, Servers, Volumes};
+use super::{Copies, GroupSnapshots, Health, Placement, Servers, Volumes};
 
 /// One configured cloud (a `[Global "name"]` section, or the local backend): a name and
 /// the adapter behind each role.
@@ -12,6 +12,7 @@ pub struct Cloud {
     pub name: String,
     pub volumes: Arc<dyn Volumes>,
     pub copies: Arc<dyn Copies>,
+    pub groups: Arc<dyn GroupSnapshots>,
     pub servers: Arc<dyn Servers>,
     pub placement: Arc<dyn Placement>,
     pub health: Arc<dyn Health>,
@@ -21,12 +22,13 @@ impl Cloud {
     /// A cloud whose one adapter plays every role.
     pub fn new<A>(name: impl Into<String>, adapter: Arc<A>) -> Self
     where
-        A: Volumes + Copies + Servers + Placement + Health + 'static,
+        A: Volumes + Copies + GroupSnapshots + Servers + Placement + Health + 'static,
     {
         Self {
             name: name.into(),
             volumes: adapter.clone(),
             copies: adapter.clone(),
+            groups: adapter.clone(),
             servers: adapter.clone(),
             placement: adapter.clone(),
             health: adapter,

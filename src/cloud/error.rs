@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use super::GroupRefusal;
+
 /// The kind of object an error is about, for messages and NotFound mapping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resource {
@@ -13,6 +15,9 @@ pub enum Resource {
     VolumeType,
     Attachment,
     AvailabilityZone,
+    GroupSnapshot,
+    GroupType,
+    Group,
 }
 
 impl fmt::Display for Resource {
@@ -25,6 +30,9 @@ impl fmt::Display for Resource {
             Self::VolumeType => "volume type",
             Self::Attachment => "attachment",
             Self::AvailabilityZone => "availability zone",
+            Self::GroupSnapshot => "group snapshot",
+            Self::GroupType => "group type",
+            Self::Group => "group",
         })
     }
 }
@@ -98,6 +106,9 @@ pub enum CloudError {
         status: String,
         reason: Option<String>,
     },
+    /// The cloud cannot take a consistent group snapshot of these volumes.
+    #[error("{0}")]
+    GroupRefused(GroupRefusal),
     /// The cloud cannot do this (feature or microversion missing, backups disabled, …).
     #[error("not supported by this cloud: {0}")]
     Unsupported(String),

@@ -15,9 +15,9 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 use super::{
-    Capacity, CloudResult, CopyFilter, CopyKind, CopyWait, MigrationPolicy, NewBackup, NewSnapshot,
-    NewVolume, Page, PageRequest, Server, ServerAttachment, Volume, VolumeCopy, VolumeFilter,
-    VolumeType, VolumeWait,
+    Capacity, CloudResult, CopyFilter, CopyKind, CopyWait, GroupSnapshot, MigrationPolicy,
+    NewBackup, NewGroupSnapshot, NewSnapshot, NewVolume, Page, PageRequest, Server,
+    ServerAttachment, Volume, VolumeCopy, VolumeFilter, VolumeType, VolumeWait,
 };
 
 /// Cinder volumes.
@@ -73,6 +73,39 @@ pub trait Copies: Send + Sync {
         until: &CopyWait,
         deadline: Instant,
     ) -> CloudResult<VolumeCopy>;
+}
+
+/// Group snapshots: one snapshot of each of several volumes, cut at one point in time
+/// relative to the writes to all of them. A cloud that cannot give that guarantee for the
+/// volumes asked refuses (`GroupRefused`); it never takes snapshots one after the other and
+/// calls them a group. What the cloud needs to get there (Cinder: a group of a consistent
+/// group type holding the volumes) the adapter makes, reuses and removes itself.
+#[async_trait]
+pub trait GroupSnapshots: Send + Sync {
+    /// Take it. Returns once the cloud has the group snapshot and its members (they may still
+    /// be `creating`); waits, until `deadline`, only for what must exist before (Cinder's
+    /// group). A missing volume is `NotFound { resource: Volume }`.
+    async fn create_group_snapshot(
+        &self,
+        req: &NewGroupSnapshot,
+        deadline: Instant,
+    ) -> CloudResult<GroupSnapshot>;
+    async fn get_group_snapshot(&self, id: &str) -> CloudResult<GroupSnapshot>;
+    /// Those named `name`.
+    async fn group_snapshots_named(&self, name: &str) -> CloudResult<Vec<GroupSnapshot>>;
+    /// Delete it with its members (the cloud refuses while it is `creating`: `Conflict`),
+    /// then wait until it is gone and remove what the adapter made for it, until `deadline`.
+    async fn delete_group_snapshot(&self, id: &str, deadline: Instant) -> CloudResult<()>;
+    async fn wait_group_snapshot(
+        &self,
+        id: &str,
+        until: &CopyWait,
+        deadline: Instant,
+    ) -> CloudResult<GroupSnapshot>;
+    /// Take `volume` out of the group the adapter put it in (Cinder refuses to delete or
+    /// retype a volume in a group). A volume in no group, or in a group the adapter did not
+    /// make, is left as it is.
+    async fn release_volume(&self, volume: &Volume, deadline: Instant) -> CloudResult<()>;
 }
 
 /// Nova: servers and their volume attachments.
@@ -182,6 +215,17 @@ ops! {
     BackupDelete => ("backup_delete", Cinder),
     QuotaGet => ("quota_get", Cinder),
     AvailabilityZoneList => ("availability_zone_list", Cinder),
+    GroupTypeGet => ("group_type_get", Cinder),
+    GroupCreate => ("group_create", Cinder),
+    GroupGet => ("group_get", Cinder),
+    GroupList => ("group_list", Cinder),
+    /// `add_volumes` / `remove_volumes`.
+    GroupUpdate => ("group_update", Cinder),
+    GroupDelete => ("group_delete", Cinder),
+    GroupSnapshotCreate => ("group_snapshot_create", Cinder),
+    GroupSnapshotGet => ("group_snapshot_get", Cinder),
+    GroupSnapshotList => ("group_snapshot_list", Cinder),
+    GroupSnapshotDelete => ("group_snapshot_delete", Cinder),
     NovaVersions => ("nova_versions", Nova),
     ServerGet => ("server_get", Nova),
     /// `volume_attach`/`volume_detach`: upstream's labels for the Nova calls.

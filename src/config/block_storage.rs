@@ -40,6 +40,9 @@ pub struct BlockStorageConfig {
     /// Cinder, Nova each); idle connections kept per endpoint are bounded by it too. Unset →
     /// the adapter's default (4, `cloud/openstack/http/limit.rs`, which says why).
     pub api_concurrency: Option<usize>,
+    /// `group-type` (cinder-csi): the Cinder group type (name or id) of group snapshots whose
+    /// VolumeGroupSnapshotClass names none. Unset → Cinder's default group type.
+    pub group_type: Option<String>,
 }
 
 impl Default for BlockStorageConfig {
@@ -53,6 +56,7 @@ impl Default for BlockStorageConfig {
             list_cluster_volumes_only: false,
             retype_migration_policy: RetypeMigrationPolicy::Never,
             api_concurrency: None,
+            group_type: None,
         }
     }
 }
@@ -97,6 +101,7 @@ impl BlockStorageConfig {
                     }
                 };
             }
+            "group-type" => self.group_type = cx.text(v)?,
             "retype-migration-policy" => {
                 self.retype_migration_policy = cx.parsed(v)?.unwrap_or_default();
             }

@@ -17,6 +17,9 @@ pub struct IdentityService {
     pub driver_name: String,
     pub vendor_version: String,
     pub controller: bool,
+    /// Serves the GroupController service (controller mode, on a backend that takes
+    /// consistent group snapshots).
+    pub group_controller: bool,
     pub topology: bool,
     /// Local, fast health checks; Probe fails when one does. No cloud check belongs here.
     pub health: Vec<Arc<dyn Readiness>>,
@@ -50,6 +53,9 @@ impl Identity for IdentityService {
         let mut capabilities = Vec::new();
         if self.controller {
             capabilities.push(service_cap(service::Type::ControllerService));
+        }
+        if self.group_controller {
+            capabilities.push(service_cap(service::Type::GroupControllerService));
         }
         if self.topology {
             capabilities.push(service_cap(service::Type::VolumeAccessibilityConstraints));

@@ -9,6 +9,7 @@ pub mod pb {
 pub mod client;
 pub mod controller;
 pub mod convert;
+pub mod group_controller;
 pub mod identity;
 pub mod node;
 pub mod status;

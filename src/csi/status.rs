@@ -3,6 +3,7 @@
 //! every message is written here or in the files below (`status/`, one per kind of error):
 //! the driver hands over ids, paths, statuses and sizes, and this layer says them.
 
+mod group;
 mod mismatch;
 mod node;
 mod refusal;
@@ -24,6 +25,7 @@ pub fn code_of(err: &Error) -> Code {
         Error::Invalid(_) => Code::InvalidArgument,
         Error::VolumeNotFound { .. }
         | Error::SnapshotNotFound { .. }
+        | Error::GroupSnapshotNotFound { .. }
         | Error::NodeNotFound { .. }
         | Error::PathNotFound { .. }
         | Error::VolumeNotAtPath { .. } => Code::NotFound,
@@ -57,7 +59,7 @@ fn cloud_code(err: &CloudError) -> Code {
         // The sidecar retries; the operation is still progressing in the cloud.
         CloudError::WaitTimeout { .. } => Code::Aborted,
         CloudError::ErrorState { .. } => Code::Internal,
-        CloudError::Unsupported(_) => Code::FailedPrecondition,
+        CloudError::GroupRefused(_) | CloudError::Unsupported(_) => Code::FailedPrecondition,
         CloudError::Internal(_) => Code::Internal,
     }
 }
@@ -114,6 +116,7 @@ impl Display for Error {
             Error::Invalid(e) => write!(f, "{e}"),
             Error::VolumeNotFound { id } => write!(f, "volume {id} not found"),
             Error::SnapshotNotFound { id } => write!(f, "snapshot {id} not found"),
+            Error::GroupSnapshotNotFound { id } => write!(f, "group snapshot {id} not found"),
             Error::NodeNotFound { id } => write!(f, "node {id} not found"),
             Error::PathNotFound { path } => write!(f, "path {} not found", path.display()),
             Error::VolumeNotAtPath { id, path, why } => write!(

@@ -1,4 +1,5 @@
-//! `ctl capabilities`: plugin capabilities, and the controller's and node's when served.
+//! `ctl capabilities`: plugin capabilities, and the controller's, group controller's and
+//! node's when served.
 
 use serde_json::{json, Value};
 use tonic::Code;
@@ -55,6 +56,29 @@ pub async fn run(c: &Client) -> Result<Value, CtlError> {
         }
         Err(e) => return Err(e),
     };
+    let group_controller = match call_rpc!(
+        c,
+        group_controller,
+        group_controller_get_capabilities,
+        "GroupControllerGetCapabilities",
+        pb::GroupControllerGetCapabilitiesRequest {}
+    ) {
+        Ok(r) => json!(r
+            .capabilities
+            .iter()
+            .filter_map(|cap| match &cap.r#type {
+                Some(pb::group_controller_service_capability::Type::Rpc(rpc)) =>
+                    pb::group_controller_service_capability::rpc::Type::try_from(rpc.r#type)
+                        .ok()
+                        .map(|t| t.as_str_name()),
+                None => None,
+            })
+            .collect::<Vec<_>>()),
+        Err(CtlError::Rpc { status, .. }) if status.code() == Code::Unimplemented => {
+            json!("not served")
+        }
+        Err(e) => return Err(e),
+    };
     let node = match call_rpc!(
         c,
         node,
@@ -78,5 +102,6 @@ pub async fn run(c: &Client) -> Result<Value, CtlError> {
         }
         Err(e) => return Err(e),
     };
-    Ok(json!({"plugin": plugin, "controller": controller, "node": node}))
+    Ok(json!({"plugin": plugin, "controller": controller,
+        "group_controller": group_controller, "node": node}))
 }

@@ -7,6 +7,7 @@ use tonic::transport::Channel;
 use tonic::Request;
 
 use crate::csi::pb::controller_client::ControllerClient;
+use crate::csi::pb::group_controller_client::GroupControllerClient;
 use crate::csi::pb::identity_client::IdentityClient;
 use crate::csi::pb::node_client::NodeClient;
 
@@ -37,6 +38,10 @@ impl Client {
 
     pub fn controller(&self) -> ControllerClient<Channel> {
         ControllerClient::new(self.channel.clone())
+    }
+
+    pub fn group_controller(&self) -> GroupControllerClient<Channel> {
+        GroupControllerClient::new(self.channel.clone())
     }
 
     pub fn node(&self) -> NodeClient<Channel> {

@@ -299,6 +299,9 @@ pub async fn run(c: &Client, rpc: &Rpc) -> Result<Value, CtlError> {
                 "volume_condition": render::condition(r.volume_condition.as_ref()),
             }))
         }
+        Rpc::CreateGroupSnapshot(a) => super::groups::create(c, a).await,
+        Rpc::DeleteGroupSnapshot(a) => super::groups::delete(c, a).await,
+        Rpc::GetGroupSnapshot(a) => super::groups::get(c, a).await,
         Rpc::NodeInfo => {
             let r = call_rpc!(
                 c,

@@ -6,6 +6,7 @@ pub mod args;
 mod capabilities;
 pub mod client;
 mod commands;
+mod groups;
 pub mod render;
 mod requests;
 mod rpc;

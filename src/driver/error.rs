@@ -29,6 +29,9 @@ pub enum Error {
     SnapshotNotFound {
         id: String,
     },
+    GroupSnapshotNotFound {
+        id: String,
+    },
     NodeNotFound {
         id: String,
     },
@@ -122,6 +125,7 @@ impl std::error::Error for Error {
             Self::Invalid(_)
             | Self::VolumeNotFound { .. }
             | Self::SnapshotNotFound { .. }
+            | Self::GroupSnapshotNotFound { .. }
             | Self::NodeNotFound { .. }
             | Self::PathNotFound { .. }
             | Self::VolumeNotAtPath { .. }

@@ -120,6 +120,7 @@ impl State {
             created_at: Some(SystemTime::now()),
             metadata: req.metadata.clone(),
             fail_reason: None,
+            group_snapshot_id: None,
         };
         Ok(self.insert_copy(snapshot, error))
     }
@@ -128,6 +129,12 @@ impl State {
         let snap = self
             .observe_copy(CopyKind::Snapshot, id)
             .ok_or_else(|| CloudError::not_found(Resource::Snapshot, id))?;
+        if let Some(g) = self.group_member(id) {
+            return Err(conflict(format!(
+                "Invalid snapshot: Snapshot {id} is part of group snapshot {g}; delete the group \
+                 snapshot instead"
+            )));
+        }
         let backing_up = self.backups.values().any(|b| {
             b.copy.snapshot_id.as_deref() == Some(id) && b.copy.status == CopyStatus::Creating
         });
@@ -201,6 +208,7 @@ impl State {
             created_at: Some(SystemTime::now()),
             metadata: req.metadata.clone(),
             fail_reason: None,
+            group_snapshot_id: None,
         };
         Ok(self.insert_copy(backup, error))
     }

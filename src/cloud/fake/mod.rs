@@ -10,6 +10,8 @@
 //! Built only for tests (`cfg(test)` or the `test-support` feature), never in a release.
 
 mod copies;
+mod group_state;
+mod groups;
 mod placement;
 mod servers;
 mod state;
@@ -23,11 +25,12 @@ use tokio::time::Instant;
 
 use super::poll::{poll, Look, Pace};
 use super::{
-    Capacity, Cloud, CloudError, CloudResult, CopyKind, CopyStatus, Op, Resource, Server, Volume,
-    VolumeCopy, VolumeStatus, VolumeType,
+    Capacity, Cloud, CloudError, CloudResult, CopyKind, CopyStatus, GroupSnapshot, Op, Resource,
+    Server, Volume, VolumeCopy, VolumeStatus, VolumeType,
 };
 use state::State;
 
+pub use group_state::HELPER_GROUP_PREFIX;
 pub use state::DEFAULT_SETTLE_AFTER;
 
 /// How often a fake wait looks again. Tests run with a paused tokio clock, so this costs no
@@ -201,6 +204,53 @@ impl FakeCloud {
     /// rejected (400).
     pub fn set_zones(&self, zones: &[&str]) {
         self.lock().zones = zones.iter().map(|z| z.to_string()).collect();
+    }
+
+    // ---- group snapshots ------------------------------------------------------------
+
+    /// Register a group type; `consistent`: `consistent_group_snapshot_enabled`.
+    pub fn add_group_type(&self, name: &str, consistent: bool) {
+        self.lock()
+            .groups
+            .types
+            .insert(name.to_string(), consistent);
+    }
+
+    /// The group type used when a request names none.
+    pub fn set_default_group_type(&self, name: Option<&str>) {
+        self.lock().groups.default_type = name.map(str::to_string);
+    }
+
+    /// The next group snapshot settles in `error` (its members too).
+    pub fn fail_next_group_snapshot_creation(&self) {
+        self.lock().groups.failing_creations += 1;
+    }
+
+    /// Put a volume into group `group_id` (one this driver did not make, unless it has the
+    /// helper prefix).
+    pub fn put_in_group(&self, volume_id: &str, group_id: &str) {
+        if let Some(v) = self.lock().volumes.get_mut(volume_id) {
+            v.volume.group_id = Some(group_id.to_string());
+        }
+    }
+
+    pub fn group_snapshots(&self) -> Vec<GroupSnapshot> {
+        let s = self.lock();
+        let mut all: Vec<_> = s.groups.snapshots.values().collect();
+        all.sort_by_key(|g| g.seq);
+        all.into_iter().map(|g| s.peek_group_snapshot(g)).collect()
+    }
+
+    /// The helper groups still holding volumes: group id → its volumes.
+    pub fn helper_groups(&self) -> BTreeMap<String, Vec<String>> {
+        let s = self.lock();
+        let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for v in s.volumes.values() {
+            if let Some(g) = &v.volume.group_id {
+                out.entry(g.clone()).or_default().push(v.volume.id.clone());
+            }
+        }
+        out
     }
 
     // ---- inspection (no observation, not counted) ---------------------------------------

@@ -84,6 +84,7 @@ pub(super) struct State {
     pub retype_needs_migration: bool,
     pub default_az: String,
     pub zones: Vec<String>,
+    pub groups: super::group_state::GroupState,
 }
 
 impl Default for State {
@@ -107,6 +108,7 @@ impl Default for State {
             retype_needs_migration: false,
             default_az: "nova".into(),
             zones: vec!["nova".into()],
+            groups: Default::default(),
         }
     }
 }
@@ -179,6 +181,7 @@ impl State {
             "volume" => 0x1,
             "snapshot" => 0x2,
             "backup" => 0x3,
+            "group-snapshot" => 0x4,
             _ => 0xf,
         };
         format!("{tag:08x}-0000-4000-8000-{:012x}", self.seq)
@@ -348,6 +351,7 @@ impl State {
                     }
                 }
             }
+            any |= self.settle_group_snapshots();
             if !any {
                 return;
             }

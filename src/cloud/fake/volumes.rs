@@ -199,6 +199,7 @@ impl State {
             source_volume_id,
             backup_id,
             created_at: Some(SystemTime::now()),
+            group_id: None,
         };
         let pending = self.pending(VolumeAction::Created { error });
         let seq = self.seq;
@@ -222,6 +223,7 @@ impl State {
         if !v.attachments.is_empty()
             || v.status.is_transitional()
             || v.status == VolumeStatus::InUse
+            || v.group_id.is_some()
         {
             return Err(conflict(format!(
                 "Invalid volume: Volume status must be available or error or error_restoring or \
@@ -308,6 +310,12 @@ impl State {
         }
         if v.volume_type.as_deref() == Some(t.name.as_str()) {
             return Err(bad_request("Retype requested to the same volume type"));
+        }
+        if let Some(g) = &v.group_id {
+            return Err(bad_request(format!(
+                "Invalid input received: volume {id} is in group {g}; remove it from the group \
+                 before retyping it"
+            )));
         }
         let applies = !(self.retype_needs_migration && policy == MigrationPolicy::Never);
         let pending = self.pending(VolumeAction::Retyped {

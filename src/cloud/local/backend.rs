@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use nix::fcntl::{Flock, FlockArg};
 
 use super::reconcile_report::ReconcileReport;
-use super::records::{self, CopyRecord, VolumeRecord, ZONE};
+use super::records::{self, CopyRecord, GroupRecord, VolumeRecord, ZONE};
 use super::store::{Kind, Layout};
 use crate::cloud::poll::Pace;
 use crate::cloud::{
@@ -63,6 +63,7 @@ pub(super) struct State {
     pub(super) volumes: BTreeMap<String, VolumeRecord>,
     pub(super) snapshots: BTreeMap<String, CopyRecord>,
     pub(super) backups: BTreeMap<String, CopyRecord>,
+    pub(super) group_snapshots: BTreeMap<String, GroupRecord>,
 }
 
 impl State {
@@ -168,10 +169,12 @@ impl LocalCloud {
         let volumes: Vec<VolumeRecord> = load(&layout, Kind::Volume)?;
         let snapshots: Vec<CopyRecord> = load(&layout, Kind::Snapshot)?;
         let backups: Vec<CopyRecord> = load(&layout, Kind::Backup)?;
+        let groups: Vec<GroupRecord> = load(&layout, Kind::GroupSnapshot)?;
         let state = State {
             volumes: volumes.into_iter().map(|r| (r.id.clone(), r)).collect(),
             snapshots: snapshots.into_iter().map(|r| (r.id.clone(), r)).collect(),
             backups: backups.into_iter().map(|r| (r.id.clone(), r)).collect(),
+            group_snapshots: groups.into_iter().map(|r| (r.id.clone(), r)).collect(),
         };
         let inner = Arc::new(Inner {
             layout,
@@ -253,7 +256,7 @@ impl Inner {
         match kind {
             Kind::Snapshot => st.snapshots.insert(rec.id.clone(), rec),
             Kind::Backup => st.backups.insert(rec.id.clone(), rec),
-            Kind::Volume => unreachable!("volumes use put_volume"),
+            Kind::Volume | Kind::GroupSnapshot => unreachable!("not a copy: {kind:?}"),
         };
         Ok(())
     }
@@ -270,6 +273,7 @@ impl Inner {
             Kind::Volume => st.volumes.remove(id).map(|_| ()),
             Kind::Snapshot => st.snapshots.remove(id).map(|_| ()),
             Kind::Backup => st.backups.remove(id).map(|_| ()),
+            Kind::GroupSnapshot => st.group_snapshots.remove(id).map(|_| ()),
         };
         Ok(())
     }

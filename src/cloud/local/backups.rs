@@ -37,6 +37,7 @@ impl Inner {
                 error_reason: None,
                 metadata: req.metadata.clone(),
                 created_at_ms: records::now_ms(),
+                group_snapshot_id: None,
             };
             self.put_copy(Kind::Backup, rec.clone())?;
             (rec, file, device)

@@ -20,6 +20,9 @@ mod backups;
 mod copies;
 pub mod copy;
 mod data;
+mod freeze;
+mod group_create;
+mod groups;
 pub mod loopdev;
 mod paging;
 mod reconcile;
@@ -31,5 +34,6 @@ pub mod store;
 mod volumes;
 
 pub use backend::{register_node, LocalCloud, LocalOptions, RELEASE_WITHIN};
+pub use groups::GROUP_TYPE;
 pub use reconcile_report::ReconcileReport;
 pub use records::{TYPE_DEFAULT, TYPE_MULTIATTACH, ZONE};

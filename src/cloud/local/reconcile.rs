@@ -9,6 +9,8 @@
 //!   extra ones are unbound. Devices bound to our files without an attachment, or to deleted
 //!   files under DIR, are unbound (the kernel defers that while they are still mounted).
 //! - `by-id/` holds exactly one link per attached volume, pointing at its device.
+//! - Filesystems listed in `frozen.json` (a group snapshot was interrupted) are thawed first;
+//!   a group snapshot left `creating` or `deleting` is deleted with its members.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::MetadataExt;
@@ -25,7 +27,14 @@ use crate::cloud::{CloudResult, VolumeStatus};
 impl Inner {
     pub(super) fn reconcile(&self) -> CloudResult<ReconcileReport> {
         let _ops = self.lock_ops();
-        let mut report = ReconcileReport::default();
+        // Before anything else: a crash during a group snapshot may have left filesystems
+        // frozen, and every writer on them blocked.
+        let mut report = ReconcileReport {
+            filesystems_thawed: super::freeze::thaw_leftovers(&self.layout.frozen_record())
+                .map_err(|e| io_error("thaw the filesystems a crash left frozen", e))?,
+            ..Default::default()
+        };
+        self.reconcile_groups(&mut report)?;
         self.reconcile_records(&mut report)?;
         let expected = self.reconcile_devices(&mut report)?;
         self.reconcile_links(&expected, &mut report)?;
@@ -109,6 +118,31 @@ impl Inner {
                     }
                     _ => {}
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// A group snapshot interrupted while `creating` (its copies may be incomplete; it was
+    /// never returned) or `deleting` is deleted with its members.
+    fn reconcile_groups(&self, report: &mut ReconcileReport) -> CloudResult<()> {
+        let groups: Vec<(String, String)> = self
+            .read()
+            .group_snapshots
+            .values()
+            .map(|g| (g.id.clone(), g.status.clone()))
+            .collect();
+        for (id, status) in groups {
+            match status.as_str() {
+                "creating" => {
+                    self.drop_group(&id)?;
+                    report.creates_failed += 1;
+                }
+                "deleting" => {
+                    self.drop_group(&id)?;
+                    report.deletes_finished += 1;
+                }
+                _ => {}
             }
         }
         Ok(())

@@ -18,6 +18,8 @@ pub struct ReconcileReport {
     pub devices_released: usize,
     pub links_written: usize,
     pub links_removed: usize,
+    /// Filesystems a group snapshot left frozen.
+    pub filesystems_thawed: usize,
 }
 
 impl std::fmt::Display for ReconcileReport {
@@ -32,6 +34,7 @@ impl std::fmt::Display for ReconcileReport {
             (self.devices_released, "stray loop devices released"),
             (self.links_written, "links written"),
             (self.links_removed, "stale links removed"),
+            (self.filesystems_thawed, "frozen filesystems thawed"),
         ]
         .iter()
         .filter(|(n, _)| *n > 0)

@@ -51,7 +51,7 @@ pub fn now_ms() -> u64 {
         .unwrap_or_default()
 }
 
-fn time_of(ms: u64) -> SystemTime {
+pub(super) fn time_of(ms: u64) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(ms)
 }
 
@@ -133,6 +133,7 @@ impl VolumeRecord {
             source_volume_id: self.source_volume_id.clone(),
             backup_id: self.backup_id.clone(),
             created_at: Some(time_of(self.created_at_ms)),
+            group_id: None,
         }
     }
 }
@@ -156,6 +157,9 @@ pub struct CopyRecord {
     #[serde(default)]
     pub metadata: BTreeMap<String, String>,
     pub created_at_ms: u64,
+    /// Snapshots only: the group snapshot it is a member of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_snapshot_id: Option<String>,
 }
 
 impl CopyRecord {
@@ -172,6 +176,7 @@ impl CopyRecord {
             created_at: Some(time_of(self.created_at_ms)),
             metadata: self.metadata.clone(),
             fail_reason: self.error_reason.clone(),
+            group_snapshot_id: self.group_snapshot_id.clone(),
         }
     }
 
@@ -182,6 +187,21 @@ impl CopyRecord {
     pub fn is_creating(&self) -> bool {
         self.status == "creating"
     }
+}
+
+/// A group snapshot: its members are snapshots whose records carry `group_snapshot_id`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupRecord {
+    pub version: u32,
+    pub id: String,
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// `creating`, `available`, `deleting`, `error`.
+    pub status: String,
+    /// The member snapshots, one per volume.
+    pub member_ids: Vec<String>,
+    pub created_at_ms: u64,
 }
 
 #[cfg(test)]

@@ -47,6 +47,7 @@ impl Inner {
                 error_reason: None,
                 metadata: req.metadata.clone(),
                 created_at_ms: records::now_ms(),
+                group_snapshot_id: None,
             };
             self.put_copy(Kind::Snapshot, rec.clone())?;
             (rec, device)
@@ -72,6 +73,11 @@ impl Inner {
             let s = st.snapshots.get(id).ok_or_else(|| not_found(id))?;
             if s.is_creating() {
                 return Err(conflict(format!("snapshot {id} is still being created")));
+            }
+            if let Some(g) = &s.group_snapshot_id {
+                return Err(conflict(format!(
+                    "snapshot {id} is part of group snapshot {g}; delete the group snapshot"
+                )));
             }
             let restoring = st.volumes.values().any(|v| {
                 v.snapshot_id.as_deref() == Some(id) && v.status() == VolumeStatus::Creating

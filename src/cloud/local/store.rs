@@ -18,6 +18,8 @@ pub enum Kind {
     Volume,
     Snapshot,
     Backup,
+    /// Records only: a group snapshot's data are its member snapshots.
+    GroupSnapshot,
 }
 
 impl From<CopyKind> for Kind {
@@ -35,6 +37,7 @@ impl Kind {
             Self::Volume => "volumes",
             Self::Snapshot => "snapshots",
             Self::Backup => "backups",
+            Self::GroupSnapshot => "group-snapshots",
         }
     }
 }
@@ -44,7 +47,8 @@ pub const TMP_SUFFIX: &str = ".tmp";
 
 /// Paths inside DIR:
 /// `volumes/<id>.{json,img}`, `snapshots/<id>.{json,img}`, `backups/<id>.{json,img}`,
-/// `by-id/virtio-<id[:20]>` → `/dev/loopN`, `nodes/<node id>`, `.lock`.
+/// `group-snapshots/<id>.json`, `by-id/virtio-<id[:20]>` → `/dev/loopN`, `nodes/<node id>`,
+/// `frozen.json` (while a group snapshot holds filesystems frozen), `.lock`.
 #[derive(Debug, Clone)]
 pub struct Layout {
     root: PathBuf,
@@ -95,12 +99,18 @@ impl Layout {
         self.root.join(".lock")
     }
 
+    /// The filesystems a group snapshot holds frozen, while it does (see freeze.rs).
+    pub fn frozen_record(&self) -> PathBuf {
+        self.root.join("frozen.json")
+    }
+
     /// Create every directory (idempotent).
     pub fn create_dirs(&self) -> io::Result<()> {
         for d in [
             self.dir(Kind::Volume),
             self.dir(Kind::Snapshot),
             self.dir(Kind::Backup),
+            self.dir(Kind::GroupSnapshot),
             self.by_id_dir(),
             self.nodes_dir(),
         ] {

@@ -15,6 +15,7 @@ mod copies;
 pub mod diagnose;
 pub(crate) mod dto;
 pub(crate) mod errors;
+mod groups;
 mod http;
 mod ids;
 pub(crate) mod keystone;

@@ -98,6 +98,9 @@ pub struct VolumeCopy {
     pub metadata: BTreeMap<String, String>,
     /// Why it went into an error state, when the cloud says (a backup's `fail_reason`).
     pub fail_reason: Option<String>,
+    /// Snapshots: the group snapshot it is a member of (then it is deleted with the group
+    /// snapshot, never on its own).
+    pub group_snapshot_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

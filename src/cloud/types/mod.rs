@@ -3,12 +3,14 @@
 //! parts and re-exports them.
 
 mod copy;
+mod group;
 mod listing;
 mod server;
 mod volume;
 mod wait;
 
 pub use copy::*;
+pub use group::*;
 pub use listing::*;
 pub use server::*;
 pub use volume::*;

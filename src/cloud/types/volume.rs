@@ -158,6 +158,9 @@ pub struct Volume {
     /// The backup the volume was restored from, when the cloud reports it.
     pub backup_id: Option<String>,
     pub created_at: Option<SystemTime>,
+    /// The Cinder group it is in (a volume is in one at most; Cinder refuses to delete or
+    /// retype it there).
+    pub group_id: Option<String>,
 }
 
 impl Volume {

@@ -165,6 +165,7 @@ mod tests {
             source_volume_id: None,
             backup_id: None,
             created_at: None,
+            group_id: None,
         }
     }
 
@@ -250,6 +251,7 @@ mod tests {
             created_at: None,
             metadata: Default::default(),
             fail_reason: Some("no space".into()),
+            group_snapshot_id: None,
         };
         assert_eq!(
             CopyWait::Available.verdict(&copy("available")),

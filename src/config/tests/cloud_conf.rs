@@ -120,6 +120,7 @@ fn every_key_parses_into_its_typed_field() {
             list_cluster_volumes_only: true,
             retype_migration_policy: RetypeMigrationPolicy::OnDemand,
             api_concurrency: None,
+            group_type: None,
         }
     );
     assert_eq!(

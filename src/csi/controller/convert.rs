@@ -86,7 +86,7 @@ pub fn snapshot_to_pb(s: &SnapshotInfo) -> pb::Snapshot {
         source_volume_id: s.source_volume_id.clone(),
         creation_time: Some(prost_types::Timestamp::from(s.created_at)),
         ready_to_use: s.ready_to_use,
-        group_snapshot_id: String::new(),
+        group_snapshot_id: s.group_snapshot_id.clone().unwrap_or_default(),
     }
 }
 

@@ -2,6 +2,7 @@
 
 use std::fmt::{self, Display, Formatter};
 
+use super::words::joined;
 use crate::driver::controller::params::CLUSTER_KEY;
 use crate::driver::{Mismatch, VolumeDiff};
 
@@ -45,6 +46,17 @@ impl Display for Mismatch {
                 f,
                 "{} {name:?} already exists as {id} of volume {of}, not of {wanted}",
                 kind.as_str()
+            ),
+            Self::GroupOfOther {
+                name,
+                id,
+                of,
+                wanted,
+            } => write!(
+                f,
+                "group snapshot {name:?} exists as {id}, of volumes {}, not of {}",
+                joined(of),
+                joined(wanted)
             ),
             Self::BackupOfOther { name, of, wanted } => write!(
                 f,

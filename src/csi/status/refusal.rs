@@ -42,6 +42,7 @@ impl Display for Refusal {
                     Named::Snapshot => ("snapshot", ""),
                     Named::Backup => ("backup", ""),
                     Named::TemporarySnapshot => ("temporary snapshot", ""),
+                    Named::GroupSnapshot => ("group snapshot", ""),
                 };
                 write!(
                     f,
@@ -158,6 +159,22 @@ impl Display for Refusal {
                 "{} {id} (status {status}) cannot be deleted: {message}",
                 kind.as_str()
             ),
+            Self::GroupMember {
+                id,
+                group_snapshot_id,
+            } => write!(
+                f,
+                "snapshot {id} is a member of group snapshot {group_snapshot_id} and is deleted \
+                 with it (DeleteVolumeGroupSnapshot), not on its own"
+            ),
+            Self::GroupSnapshotDeleteRefused {
+                id,
+                status,
+                message,
+            } => write!(
+                f,
+                "group snapshot {id} (status {status}) cannot be deleted: {message}"
+            ),
             Self::AmbiguousZone { value, zones } => write!(
                 f,
                 "topology zone {value:?} is the label form of several Cinder availability \
@@ -227,6 +244,25 @@ impl Display for Failure {
                 f,
                 "snapshot {id} is in status {status}; it cannot be used, delete it"
             ),
+            Self::GroupSnapshot {
+                id,
+                name,
+                volume_ids,
+                status,
+                cleanup,
+            } => {
+                write!(
+                    f,
+                    "group snapshot {id} ({name:?}) of volumes {} went into status {status}; ",
+                    joined(volume_ids)
+                )?;
+                match cleanup {
+                    Cleanup::Deleted => f.write_str("it was deleted; a retry takes a new one"),
+                    Cleanup::DeleteFailed(e) => {
+                        write!(f, "deleting it failed too ({e}); a retry deletes it again")
+                    }
+                }
+            }
         }
     }
 }

@@ -17,6 +17,7 @@ impl Display for ParamClass {
             Self::StorageClass => "StorageClass",
             Self::VolumeSnapshotClass => "VolumeSnapshotClass",
             Self::VolumeAttributesClass => "VolumeAttributesClass",
+            Self::VolumeGroupSnapshotClass => "VolumeGroupSnapshotClass",
             Self::VolumeContext => "volume_context",
         })
     }
@@ -245,6 +246,32 @@ impl Display for Invalid {
                 "volume_context {key}={value} is invalid: use {lo} to {hi}"
             ),
             Self::SamePaths => f.write_str("target_path and staging_target_path must differ"),
+            Self::DuplicateSourceVolume { id } => write!(
+                f,
+                "source_volume_ids names volume {id} more than once; name each volume once"
+            ),
+            Self::UnknownGroupType { name } => write!(
+                f,
+                "group type {name:?} does not exist in Cinder; fix the VolumeGroupSnapshotClass \
+                 parameter \"group-type\" (or [BlockStorage] group-type)"
+            ),
+            Self::GroupMembersMismatch {
+                group_snapshot_id,
+                not_members,
+                missing,
+            } => {
+                write!(
+                    f,
+                    "snapshot_ids do not match the members of group snapshot {group_snapshot_id}"
+                )?;
+                if !not_members.is_empty() {
+                    write!(f, "; not members: {}", joined(not_members))?;
+                }
+                if !missing.is_empty() {
+                    write!(f, "; members not named: {}", joined(missing))?;
+                }
+                Ok(())
+            }
         }
     }
 }

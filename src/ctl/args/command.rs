@@ -7,6 +7,7 @@ use super::controller::{
     CreateSnapshot, CreateVolume, Expand, GetCapacity, ListSnapshots, ModifyVolume, Publish,
     Unpublish, Validate,
 };
+use super::groups::{CreateGroupSnapshot, GroupSnapshotId};
 use super::node::{NodeExpand, NodePublish, NodeUnpublish, Stage, Stats, Unstage};
 
 #[derive(Debug, Clone, Args)]
@@ -39,7 +40,8 @@ pub enum Rpc {
     Info,
     /// Probe.
     Probe,
-    /// Plugin, controller and node capabilities (services that are not served are skipped).
+    /// Plugin, controller, group controller and node capabilities (services that are not
+    /// served say so).
     Capabilities,
     /// CreateVolume.
     CreateVolume(CreateVolume),
@@ -69,6 +71,12 @@ pub enum Rpc {
     GetSnapshot(SnapshotWithSecrets),
     /// ListSnapshots.
     ListSnapshots(ListSnapshots),
+    /// CreateVolumeGroupSnapshot (GroupController).
+    CreateGroupSnapshot(CreateGroupSnapshot),
+    /// DeleteVolumeGroupSnapshot (GroupController).
+    DeleteGroupSnapshot(GroupSnapshotId),
+    /// GetVolumeGroupSnapshot (GroupController).
+    GetGroupSnapshot(GroupSnapshotId),
     /// NodeStageVolume.
     Stage(Stage),
     /// NodeUnstageVolume.

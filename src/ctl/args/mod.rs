@@ -4,6 +4,7 @@
 mod command;
 mod common;
 mod controller;
+mod groups;
 mod node;
 mod values;
 
@@ -15,5 +16,6 @@ pub use controller::{
     CreateSnapshot, CreateVolume, Expand, GetCapacity, ListSnapshots, ModifyVolume, Publish,
     Unpublish, Validate,
 };
+pub use groups::{CreateGroupSnapshot, GroupSnapshotId};
 pub use node::{NodeExpand, NodePublish, NodeUnpublish, Stage, Stats, Unstage};
 pub use values::{parse_kv, parse_secret, parse_segments, parse_size};

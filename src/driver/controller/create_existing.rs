@@ -181,6 +181,7 @@ mod tests {
             source_volume_id: None,
             backup_id: None,
             created_at: None,
+            group_id: None,
         }
     }
 

@@ -1,14 +1,16 @@
 //! DeleteVolume. Unknown volume → OK (CSI: "MUST reply 0 OK"); attached → FailedPrecondition;
 //! a volume with snapshots → FailedPrecondition unless `cascade-delete` (CSI: snapshots that
 //! are not independent of their volume make the volume "in use"). Waits until Cinder has
-//! really deleted it, so quota is free and `error_deleting` is reported, not hidden.
+//! really deleted it, so quota is free and `error_deleting` is reported, not hidden. A volume
+//! a group snapshot left in a Cinder group (which Cinder refuses to delete) leaves the group
+//! first.
 
 use tokio::time::Instant;
 
 use super::waits::{wait_deadline, MAX_STATE_RETRIES};
 use super::{Controller, DeleteVolume};
 use crate::cloud::{
-    Cloud, CloudError, CopyFilter, CopyKind, PageRequest, VolumeStatus, VolumeWait,
+    Cloud, CloudError, CopyFilter, CopyKind, PageRequest, Volume, VolumeStatus, VolumeWait,
 };
 use crate::driver::{Error, Refusal, Result};
 
@@ -40,7 +42,7 @@ impl Controller {
             && v.status != VolumeStatus::Deleting
             && !v.status.is_transitional()
         {
-            return Err(self.explain_refusal(cloud, id, &message).await);
+            return self.delete_refused(cloud, &v, &message, deadline).await;
         }
         for _ in 0..MAX_STATE_RETRIES {
             if !v.attachments.is_empty() || v.status == VolumeStatus::InUse {
@@ -80,7 +82,7 @@ impl Controller {
                     if v.status.is_transitional() || !v.attachments.is_empty() {
                         continue;
                     }
-                    return Err(self.explain_refusal(cloud, id, &message).await);
+                    return self.delete_refused(cloud, &v, &message, deadline).await;
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -89,6 +91,37 @@ impl Controller {
             id: id.to_string(),
             status: v.status,
         })
+    }
+
+    /// Cinder refused to delete stable, detached volume `v`: its snapshots (FailedPrecondition
+    /// naming them), or the group a group snapshot put it in, which it leaves (Cinder does not
+    /// delete a volume in a group) before it is deleted again.
+    async fn delete_refused(
+        &self,
+        cloud: &Cloud,
+        v: &Volume,
+        message: &str,
+        deadline: Instant,
+    ) -> Result<()> {
+        let why = self.explain_refusal(cloud, &v.id, message).await;
+        if v.group_id.is_none() || !matches!(why, Error::Refused(Refusal::DeleteRefused { .. })) {
+            return Err(why);
+        }
+        tracing::info!(volume = %v.id, group = ?v.group_id,
+            "the volume is in a group: taking it out before deleting it");
+        cloud.groups.release_volume(v, deadline).await?;
+        match cloud
+            .volumes
+            .delete_volume(&v.id, self.opts.block_storage.cascade_delete)
+            .await
+        {
+            Ok(()) => until_deleted(cloud, &v.id, deadline).await,
+            Err(CloudError::NotFound { .. }) => Ok(()),
+            Err(CloudError::Conflict { message, .. }) => {
+                Err(self.explain_refusal(cloud, &v.id, &message).await)
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Cinder refused a delete of a stable, detached volume: almost always its snapshots.

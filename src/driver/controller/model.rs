@@ -6,6 +6,7 @@ use std::time::SystemTime;
 
 use tokio::time::Instant;
 
+use super::group_params::GroupSnapshotParams;
 use super::params::{MutableParams, SnapshotParams, VolumeParams};
 use crate::driver::types::{CapacityRange, Topology, TopologyRequirement, VolumeCapability};
 use crate::driver::Unsupported;
@@ -141,6 +142,8 @@ pub struct SnapshotInfo {
     pub size_bytes: u64,
     pub created_at: SystemTime,
     pub ready_to_use: bool,
+    /// The group snapshot it is a member of.
+    pub group_snapshot_id: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -186,5 +189,36 @@ pub struct ModifyVolume {
     pub volume_id: String,
     pub mutable: MutableParams,
     pub cloud: String,
+    pub deadline: Instant,
+}
+
+#[derive(Debug, Clone)]
+pub struct CreateGroupSnapshot {
+    pub name: String,
+    pub source_volume_ids: Vec<String>,
+    pub params: GroupSnapshotParams,
+    pub cloud: String,
+    pub deadline: Instant,
+}
+
+/// CSI `VolumeGroupSnapshot`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupSnapshotInfo {
+    pub id: String,
+    /// One per source volume, in the order of their volume ids.
+    pub snapshots: Vec<SnapshotInfo>,
+    pub created_at: SystemTime,
+    /// Every member is ready.
+    pub ready_to_use: bool,
+}
+
+/// GetVolumeGroupSnapshot / DeleteVolumeGroupSnapshot: the group snapshot and the member ids
+/// the CO knows (empty: not given, nothing to compare).
+#[derive(Debug, Clone)]
+pub struct GroupSnapshotRef {
+    pub group_snapshot_id: String,
+    pub snapshot_ids: Vec<String>,
+    /// The `cloud` secret when given; otherwise every cloud is asked.
+    pub cloud: Option<String>,
     pub deadline: Instant,
 }

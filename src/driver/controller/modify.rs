@@ -52,6 +52,12 @@ impl Controller {
                 }
                 .into());
             }
+            if v.group_id.is_some() {
+                // Cinder retypes no volume in a group: it leaves the one a group snapshot
+                // put it in (the next group snapshot of it puts it back).
+                cloud.groups.release_volume(&v, deadline).await?;
+                v.group_id = None;
+            }
             match volumes
                 .retype_volume(id, &t.name, self.opts.block_storage.retype_migration_policy)
                 .await

@@ -7,6 +7,9 @@
 //! waits (the port's `wait_*`, within the RPC deadline) until the object settles, `available`
 //! or an error state, both of which Cinder deletes, and deletes it then. When the deadline
 //! comes first the answer is Aborted with the last status; the sidecar retries.
+//!
+//! A member of a group snapshot is deleted with its group snapshot only (Cinder refuses it
+//! alone): FailedPrecondition naming the group snapshot. The snapshotter never asks for it.
 
 use tokio::time::Instant;
 
@@ -105,6 +108,14 @@ async fn delete_settled_snapshot(
     };
     if s.status == CopyStatus::Deleting {
         return snapshot_gone(cloud, id, deadline).await;
+    }
+    // Cinder never deletes a member of a group snapshot on its own.
+    if let Some(group) = s.group_snapshot_id {
+        return Err(Refusal::GroupMember {
+            id: id.to_string(),
+            group_snapshot_id: group,
+        }
+        .into());
     }
     let mut status = s.status;
     if transitional(&status) {

@@ -56,7 +56,7 @@ impl Controller {
         Err(Error::SnapshotNotFound { id: id.to_string() })
     }
 
-    fn list_clouds(&self, named: Option<&str>) -> Result<Vec<&Cloud>> {
+    pub(super) fn list_clouds(&self, named: Option<&str>) -> Result<Vec<&Cloud>> {
         Ok(match named {
             Some(n) => vec![self.cloud(n)?],
             None => self.clouds.iter().collect(),

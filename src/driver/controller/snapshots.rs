@@ -33,6 +33,7 @@ pub(super) fn copy_info(c: &VolumeCopy) -> SnapshotInfo {
         size_bytes: c.size_gib * GIB,
         created_at: c.created_at.unwrap_or(SystemTime::UNIX_EPOCH),
         ready_to_use: c.status == CopyStatus::Available,
+        group_snapshot_id: c.group_snapshot_id.clone(),
     }
 }
 

@@ -3,6 +3,8 @@
 //! column. Each runs before any cloud call, so a refused request changes nothing, and its
 //! message says what to send instead.
 
+use std::collections::BTreeSet;
+
 use crate::cloud::Resource;
 use crate::driver::types::{AccessType, VolumeCapability};
 use crate::driver::{Invalid, Range, Result, Unsupported};
@@ -68,6 +70,30 @@ pub fn size_gib(gib: u64) -> Result<()> {
         return Err(Range::TooLarge { gib }.into());
     }
     Ok(())
+}
+
+/// The source volumes, each once, in ascending order (the cloud's group is of a set);
+/// checked before any guard is taken, so a volume named twice is InvalidArgument, not Busy.
+pub fn source_volumes(ids: &[String]) -> Result<Vec<String>> {
+    if ids.is_empty() {
+        return Err(Invalid::Required {
+            field: "source_volume_ids",
+        }
+        .into());
+    }
+    let mut seen = BTreeSet::new();
+    for id in ids {
+        if id.is_empty() {
+            return Err(Invalid::Required {
+                field: "source_volume_ids",
+            }
+            .into());
+        }
+        if !seen.insert(id.clone()) {
+            return Err(Invalid::DuplicateSourceVolume { id: id.clone() }.into());
+        }
+    }
+    Ok(seen.into_iter().collect())
 }
 
 #[cfg(test)]

@@ -31,6 +31,13 @@ pub enum Mismatch {
         of: String,
         wanted: String,
     },
+    /// Group snapshot `name` exists as `id`, of volumes `of`, not of `wanted`.
+    GroupOfOther {
+        name: String,
+        id: String,
+        of: Vec<String>,
+        wanted: Vec<String>,
+    },
     /// A backup `name` is being taken of volume `of`, not of `wanted`.
     BackupOfOther {
         name: String,

@@ -13,6 +13,7 @@ pub enum Named {
     Backup,
     /// The snapshot a backup is taken from.
     TemporarySnapshot,
+    GroupSnapshot,
 }
 
 /// A change of a volume the cloud refused.
@@ -121,6 +122,18 @@ pub enum Refusal {
         status: CopyStatus,
         message: String,
     },
+    /// Snapshot `id` is a member of group snapshot `group_snapshot_id`: it goes with the group
+    /// snapshot, never on its own.
+    GroupMember {
+        id: String,
+        group_snapshot_id: String,
+    },
+    /// Group snapshot `id` is still in `status` and the cloud refused to delete it.
+    GroupSnapshotDeleteRefused {
+        id: String,
+        status: CopyStatus,
+        message: String,
+    },
     /// Topology zone `value` is the label form of several Cinder `zones`.
     AmbiguousZone {
         value: String,
@@ -168,5 +181,13 @@ pub enum Failure {
     SnapshotUnusable {
         id: String,
         status: CopyStatus,
+    },
+    /// A group snapshot we took went into an error state.
+    GroupSnapshot {
+        id: String,
+        name: String,
+        volume_ids: Vec<String>,
+        status: CopyStatus,
+        cleanup: Cleanup,
     },
 }

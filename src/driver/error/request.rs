@@ -13,6 +13,7 @@ pub enum ParamClass {
     StorageClass,
     VolumeSnapshotClass,
     VolumeAttributesClass,
+    VolumeGroupSnapshotClass,
     /// A volume's `volume_context` (written by the controller, read by the node).
     VolumeContext,
 }
@@ -174,6 +175,22 @@ pub enum Invalid {
     },
     /// NodePublishVolume with target_path equal to staging_target_path.
     SamePaths,
+    /// CreateVolumeGroupSnapshot naming volume `id` twice.
+    DuplicateSourceVolume {
+        id: String,
+    },
+    /// Group type `name` (VolumeGroupSnapshotClass `group-type` or `[BlockStorage]
+    /// group-type`) does not exist in the cloud.
+    UnknownGroupType {
+        name: String,
+    },
+    /// The `snapshot_ids` of a group snapshot request are not its members: `not_members`
+    /// exist but belong elsewhere, `missing` are members not named.
+    GroupMembersMismatch {
+        group_snapshot_id: String,
+        not_members: Vec<String>,
+        missing: Vec<String>,
+    },
 }
 
 /// Why a volume capability cannot be served; also ValidateVolumeCapabilities' message.

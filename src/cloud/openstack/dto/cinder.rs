@@ -55,6 +55,9 @@ pub struct VolumeDto {
     /// The owning project, when policy shows it (project readers see it by default).
     #[serde(rename = "os-vol-tenant-attr:tenant_id", default)]
     pub project_id: Option<String>,
+    /// Since 3.13.
+    #[serde(default)]
+    pub group_id: Option<String>,
 }
 
 /// Where a volume stands on Cinder's clock, for the watcher's time-filtered lists.
@@ -111,6 +114,7 @@ impl From<VolumeDto> for Volume {
             snapshot_id: d.snapshot_id,
             source_volume_id: d.source_volid,
             backup_id: d.backup_id,
+            group_id: d.group_id,
         }
     }
 }
@@ -148,6 +152,9 @@ pub struct CopyDto {
     pub created_at: Option<String>,
     #[serde(default, deserialize_with = "string_map")]
     pub metadata: BTreeMap<String, String>,
+    /// Snapshots, since 3.14.
+    #[serde(default)]
+    pub group_snapshot_id: Option<String>,
 }
 
 impl CopyDto {
@@ -164,6 +171,7 @@ impl CopyDto {
             availability_zone: self.availability_zone,
             metadata: self.metadata,
             fail_reason: self.fail_reason,
+            group_snapshot_id: self.group_snapshot_id,
         }
     }
 }

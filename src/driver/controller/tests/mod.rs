@@ -6,6 +6,7 @@ mod capacity;
 mod create;
 mod delete;
 mod expand;
+mod groups;
 mod list;
 mod modify;
 mod publish;
