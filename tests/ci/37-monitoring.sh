@@ -121,6 +121,21 @@ done
 out=$("$venv/bin/kubernetes-validate" --strict -k 1.34.0 - <"$tmp/builtin.yaml" 2>&1) || { echo "$out"; fail "invalid objects"; }
 grep -q "Couldn't find schema" <<<"$out" && { echo "$out"; fail "a built-in kind has no schema"; }
 
+# The ServiceMonitor, PodMonitors and PrometheusRule against prometheus-operator's own CRDs (its
+# Go module, pinned, through the Go module proxy): valid, and no field the API server would
+# drop. The cluster stage applies them to a real API server with those CRDs.
+PROM_OPERATOR=${PROM_OPERATOR:-github.com/prometheus-operator/prometheus-operator@v0.85.0}
+crds=$(go mod download -json "$PROM_OPERATOR" | "$py" -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')/example/prometheus-operator-crd
+[[ -f $crds/monitoring.coreos.com_servicemonitors.yaml ]] || fail "no CRDs in $crds"
+render --set monitoring.serviceMonitor.enabled=true --set monitoring.podMonitor.enabled=true \
+    --set monitoring.prometheusRule.enabled=true --set 'monitoring.serviceMonitor.labels.release=prom' \
+    --set 'monitoring.podMonitor.metricRelabelings[0].action=drop' \
+    --set 'monitoring.podMonitor.metricRelabelings[0].sourceLabels[0]=__name__' \
+    --set 'monitoring.podMonitor.metricRelabelings[0].regex=process_virtual_.*' >"$tmp/crs.yaml"
+"$py" tests/monitoring/validate_crs.py "$crds" "$tmp/crs.yaml"
+render --set csi.plugin.podMonitor.enabled=true >"$tmp/crs.yaml"
+"$py" tests/monitoring/validate_crs.py "$crds" "$tmp/crs.yaml"
+
 # deploy/monitoring/ is the chart rendered (deploy/render.sh).
 cp -r deploy/monitoring "$tmp/monitoring-before"
 cp deploy/kubernetes/cinder-csi.yaml "$tmp/kubernetes-before.yaml"

@@ -30,16 +30,18 @@ if ((${#missing[@]})); then
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# promtool (36-metrics, 37-monitoring) from Debian's prometheus package, unpacked rather than
-# installed: installing it would start a Prometheus server (its postinst enables the service).
-if ! command -v promtool >/dev/null; then
-    echo "install-deps: unpacking promtool from Debian's prometheus package"
+# promtool (36-metrics, 37-monitoring) and the Prometheus server (the cluster stage scrapes the
+# plugins with it, tests/k8s/monitoring.sh) from Debian's prometheus package, unpacked rather
+# than installed: installing it would start a Prometheus server as a service (its postinst
+# enables and starts it). The server runs only when a test starts it, on its own port and data.
+if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
+    echo "install-deps: unpacking promtool and prometheus from Debian's prometheus package"
     deb=$(mktemp -d)
     (cd "$deb" && apt-get download prometheus >/dev/null 2>&1) || {
         apt-get update -qq && (cd "$deb" && apt-get download prometheus >/dev/null)
     }
-    dpkg-deb --fsys-tarfile "$deb"/prometheus_*.deb | tar -x -C "$deb" ./usr/bin/promtool
-    install -m 0755 "$deb/usr/bin/promtool" /usr/local/bin/promtool
+    dpkg-deb --fsys-tarfile "$deb"/prometheus_*.deb | tar -x -C "$deb" ./usr/bin/promtool ./usr/bin/prometheus
+    install -m 0755 "$deb/usr/bin/promtool" "$deb/usr/bin/prometheus" /usr/local/bin/
     rm -rf "$deb"
 fi
 
