@@ -8,7 +8,10 @@ unlike it the data is real:
 - create-from-snapshot and clone copy the data, then grow the file to the new size;
 - extend grows the file (the test hypervisor then refreshes the loop device's capacity);
 - connections are os-brick `local` ones whose `device_path` is the file, so cinder-backup
-  (posix driver) reads and restores real bytes, and the hypervisor puts a loop device on it.
+  (posix driver) reads and restores real bytes, and the hypervisor puts a loop device on it;
+- a deliberately slow attach, for the alert tests: while `<dir>/attach-delay` exists, each of
+  its lines `PREFIX SECONDS` makes initialize_connection (Nova's attach) wait SECONDS for a
+  volume whose PVC name (metadata `csi.storage.k8s.io/pvc/name`) or name starts with PREFIX.
 
 Configured per backend section: `volume_driver = csi_fake_cinder_driver.FileBackedFakeDriver`,
 `csi_fake_volume_dir = DIR`; the module must be on cinder-volume's PYTHONPATH.
@@ -16,6 +19,7 @@ Configured per backend section: `volume_driver = csi_fake_cinder_driver.FileBack
 
 import os
 import subprocess
+import time
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -101,7 +105,25 @@ class FileBackedFakeDriver(FakeLoggingVolumeDriver):
     def extend_volume(self, volume, new_size):
         self._grow(self._path(volume), new_size)
 
+    def _attach_delay(self, volume):
+        """Seconds `<dir>/attach-delay` asks this volume's attach to wait (0: none)."""
+        try:
+            lines = open(os.path.join(self._dir, 'attach-delay')).read().splitlines()
+        except OSError:
+            return 0
+        meta = getattr(volume, 'metadata', None) or {}
+        names = [meta.get('csi.storage.k8s.io/pvc/name') or '', volume.get('display_name') or '']
+        for line in lines:
+            parts = line.split()
+            if len(parts) == 2 and any(n.startswith(parts[0]) for n in names if n):
+                return float(parts[1])
+        return 0
+
     def initialize_connection(self, volume, connector):
+        delay = self._attach_delay(volume)
+        if delay:
+            LOG.info('attach of %s delayed %s s (attach-delay)', volume['id'], delay)
+            time.sleep(delay)
         info = super().initialize_connection(volume, connector)
         if not os.path.exists(self._path(volume)):
             self._grow(self._path(volume), volume['size'])

@@ -110,6 +110,9 @@ def cinder(s):
             # Pools usable ~1 s after start instead of 60-70 s (pitfall 4).
             'periodic_interval': 10, 'periodic_fuzzy_delay': 0,
             'scheduler_driver_init_wait_time': 5, 'graceful_shutdown_timeout': 5,
+            # cinder-api waits this long for cinder-volume's answer; the fake driver's
+            # deliberately slow attaches (attach-delay, the alert tests) take up to 150 s.
+            'rpc_response_timeout': 300,
         }),
         ('database', {'connection': s.db_url('cinder')}),
         ('oslo_concurrency', {'lock_path': s.data / 'locks'}),
