@@ -64,7 +64,7 @@ cargo build --release --bin cinder-csi 2>&1 | sed -u 's/^/      /'
 say "      target/release/cinder-csi: $(stat -c %s target/release/cinder-csi) bytes"
 done_step
 
-begin "cinder-csi demo $* (the local backend, through the driver's socket; each step with its latency)"
+begin "cinder-csi demo${*:+ $*} (the local backend, through the driver's socket; each step with its latency)"
 ./target/release/cinder-csi demo "$@"
 done_step
 say "finished in $((SECONDS - t0)) s"

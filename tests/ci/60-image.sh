@@ -62,6 +62,8 @@ had_var_lib=0
 [[ -e /var/lib/containers ]] && had_var_lib=1
 had_cgroup=0
 compgen -G '/sys/fs/cgroup/*/libpod_parent' >/dev/null && had_cgroup=1
+# Uncompressed image size bound: 208 MB measured 2026-12-04 (docs/OPERATIONS.md), +10 %.
+IMAGE_MAX_MB=${IMAGE_MAX_MB:-230}
 tmp=$(mktemp -d /var/tmp/cinder-csi-image.XXXXXX)
 image=localhost/cinder-csi:ci-$$
 export CONTAINERS_CONF=$tmp/containers.conf CONTAINERS_STORAGE_CONF=$tmp/storage.conf \
@@ -149,6 +151,23 @@ done
 phase "seed $base (debootstrap --variant=minbase bookworm, $mirror)"
 debootstrap --variant=minbase bookworm "$tmp/rootfs" "$mirror" >"$tmp/debootstrap.log" 2>&1 \
     || { tail -20 "$tmp/debootstrap.log" >&2; exit 1; }
+# Slimmed as the registry's debian:bookworm-slim is (debuerreotype's slimify): no downloaded
+# .debs or package lists, and dpkg told to leave out documentation, manuals and translations,
+# now and in the Dockerfile's apt-get install; so the image measured below is the size the
+# Dockerfile gives on the real base, not debootstrap's leftovers.
+rm -rf "$tmp/rootfs"/var/cache/apt/archives/*.deb "$tmp/rootfs"/var/cache/apt/*.bin \
+    "$tmp/rootfs"/var/lib/apt/lists/*
+printf '%s\n' \
+    'DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };' \
+    'APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };' \
+    'Dir::Cache::pkgcache ""; Dir::Cache::srcpkgcache "";' >"$tmp/rootfs/etc/apt/apt.conf.d/docker-clean"
+printf '%s\n' 'path-exclude /usr/share/doc/*' 'path-include /usr/share/doc/*/copyright' \
+    'path-exclude /usr/share/man/*' 'path-exclude /usr/share/groff/*' \
+    'path-exclude /usr/share/info/*' 'path-exclude /usr/share/lintian/*' \
+    'path-exclude /usr/share/linda/*' 'path-exclude /usr/share/locale/*' \
+    >"$tmp/rootfs/etc/dpkg/dpkg.cfg.d/docker"
+find "$tmp/rootfs/usr/share/doc" -mindepth 2 ! -name copyright ! -type d -delete
+rm -rf "$tmp/rootfs"/usr/share/{man,groff,info,lintian,linda,locale}/*
 # Env and CMD as the registry's debian:bookworm-slim has them.
 tar -C "$tmp/rootfs" --numeric-owner -c . \
     | podman import --change 'CMD ["/bin/bash"]' \
@@ -159,6 +178,12 @@ phase "buildah bud --target runtime-prebuilt"
 buildah bud --quiet --isolation chroot --pull=never --layers=false -f deploy/Dockerfile \
     --target runtime-prebuilt -t "$image" . >/dev/null
 podman image ls --format '{{.Repository}}:{{.Tag}} {{.Size}}' "$image"
+# The size an operator pulls (uncompressed, as `podman image ls` and `docker images` show it),
+# bounded so a heavier base or a new package shows up here (docs/OPERATIONS.md has the figure).
+podman history --format '  layer {{.Size}}: {{.CreatedBy}}' "$image" | cut -c1-110
+bytes=$(podman image inspect --format '{{.Size}}' "$image")
+echo "  image size: $bytes bytes ($((bytes / 1000000)) MB), bound ${IMAGE_MAX_MB} MB"
+((bytes <= IMAGE_MAX_MB * 1000000)) || { echo "the image is over ${IMAGE_MAX_MB} MB" >&2; exit 1; }
 
 # Every run: no network (no bridge or firewall rules made on the host), removed at exit.
 run() { podman run --rm --network none "$@"; }
@@ -207,6 +232,39 @@ run --entrypoint /bin/sh "$image" -c '
         if [ "$s" -eq 126 ] || [ "$s" -eq 127 ]; then echo "  $t ($p): does not run (exit $s)"; rc=1; else echo "  $t: $p"; fi
     done
     exit $rc' sh "${tools[@]}"
+
+phase "controller as non-root: the controller-prebuilt target, read-only root, no capabilities"
+# The chart's controller pod: uid/gid 65532, read-only root filesystem, every capability
+# dropped, no privilege escalation, the socket in an emptyDir. The `controller-prebuilt`
+# target's USER is 65532; the default image as --user 65532 (what the chart does) too.
+buildah bud --quiet --isolation chroot --pull=never --layers=false -f deploy/Dockerfile \
+    --target controller-prebuilt -t "$image-controller" . >/dev/null
+user=$(podman image inspect --format '{{.Config.User}}' "$image-controller")
+[[ $user == 65532:65532 ]] || { echo "controller image USER is '$user', want 65532:65532" >&2; exit 1; }
+[[ -z $(podman image inspect --format '{{.Config.User}}' "$image") ]] \
+    || { echo "the default image must stay root (the node plugin)" >&2; exit 1; }
+mkdir -p "$tmp/conf"
+printf '[Global]\nauth-url = http://127.0.0.1:9/v3\nuser-id = u\npassword = p\ntenant-id = t\n' >"$tmp/conf/cloud.conf"
+chmod 644 "$tmp/conf/cloud.conf"
+nonroot() { # nonroot IMAGE [PODMAN RUN OPTIONS]: the controller serves Probe as 65532
+    local img=$1 out
+    shift
+    # shellcheck disable=SC2016
+    out=$(run --read-only --cap-drop ALL --security-opt no-new-privileges "$@" \
+        --tmpfs /csi:mode=1777 -v "$tmp/conf:/etc/config:ro" --entrypoint /bin/sh "$img" -c '
+        cinder-csi --mode controller --endpoint unix:///csi/csi.sock \
+            --cloud-config /etc/config/cloud.conf --http-endpoint 127.0.0.1:8080 2>/csi/log &
+        for _ in $(seq 100); do [ -S /csi/csi.sock ] && break; sleep 0.1; done
+        echo "uid $(id -u) gid $(id -g) socket $(stat -c "%u:%g %a" /csi/csi.sock)"
+        cinder-csi ctl --endpoint unix:///csi/csi.sock probe >/dev/null && echo probe ok
+        kill $!; wait $!; tail -3 /csi/log') \
+        || { echo "$out" >&2; echo "controller as non-root failed ($img $*)" >&2; exit 1; }
+    echo "  $img $*: ${out%%$'\n'*}"
+    [[ $out == *"uid 65532 gid 65532 socket 65532:65532 660"* && $out == *"probe ok"* ]] \
+        || { echo "$out" >&2; echo "controller did not serve as 65532 ($img $*)" >&2; exit 1; }
+}
+nonroot "$image-controller"
+nonroot "$image" --user 65532:65532
 
 phase "cinder-csi demo in a privileged container"
 # The demo's work dir has the same path inside and outside, so the trap finds its loop devices
