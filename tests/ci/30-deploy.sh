@@ -108,15 +108,17 @@ done
 # controller meeting Pod Security "restricted", node sidecars without capabilities, no node
 # token, a PDB and spread constraints; in every combination that changes the rules.
 check() { "$venv/bin/python" tests/deploy/check-chart.py "$tmpdir/c.yaml" tests/deploy/sidecar-rbac.yaml "$@"; }
-render >"$tmpdir/c.yaml" && check
-render --set csiDriver.storageCapacity=true >"$tmpdir/c.yaml" && check --capacity
+render >"$tmpdir/c.yaml" && check --group-snapshots
+render --set sidecars.snapshotter.groupSnapshots=false >"$tmpdir/c.yaml" && check
+render --set csiDriver.storageCapacity=true >"$tmpdir/c.yaml" && check --capacity --group-snapshots
 render --set csiDriver.storageCapacity=true --set controller.kind=Deployment >"$tmpdir/c.yaml" \
-    && check --capacity --deployment
-render --set controller.readSecrets=true >"$tmpdir/c.yaml" && check --read-secrets
-render --set controller.securityContext.privileged=true >"$tmpdir/c.yaml" && check --privileged-controller
+    && check --capacity --deployment --group-snapshots
+render --set controller.readSecrets=true >"$tmpdir/c.yaml" && check --read-secrets --group-snapshots
+render --set controller.securityContext.privileged=true >"$tmpdir/c.yaml" \
+    && check --privileged-controller --group-snapshots
 # The checker itself fails on what the issue found in the old chart (leases cluster-wide).
 sed 's/^kind: Role$/kind: ClusterRole/' "$tmpdir/c.yaml" >"$tmpdir/c2.yaml" && mv "$tmpdir/c2.yaml" "$tmpdir/c.yaml"
-check --privileged-controller >/dev/null && fail "check-chart.py passed leases in a ClusterRole"
+check --privileged-controller --group-snapshots >/dev/null && fail "check-chart.py passed leases in a ClusterRole"
 # The fixture is the sidecars' own rbac.yaml when their Go modules are here (tests/peers/build).
 if tests/deploy/sidecar-rbac.sh --check >"$tmpdir/rbac-check" 2>&1; then :
 elif [[ $? == 3 ]]; then echo "sidecar RBAC fixture: modules not in the Go cache, compared at the last regeneration"
@@ -172,6 +174,19 @@ vsc=$(render -s templates/volumesnapshotclass.yaml --set 'volumeSnapshotClasses[
 has 'snapshot.storage.kubernetes.io/is-default-class: "true"' <<<"$vsc" || fail "isDefault"
 has '^  type: "backup"$' <<<"$vsc" || fail "parameters"
 render | has 'kind: VolumeSnapshotClass' && fail "a VolumeSnapshotClass by default (the CRDs may be absent)"
+# Volume group snapshots: the snapshotter's feature gate follows the value; classes from values.
+[[ $(render -s templates/controller.yaml | grep -c -- '--feature-gates=CSIVolumeGroupSnapshot=true$') == 1 ]] \
+    || fail "group snapshots not on by default"
+[[ $(render -s templates/controller.yaml --set sidecars.snapshotter.groupSnapshots=false \
+    | grep -c -- '--feature-gates=CSIVolumeGroupSnapshot=false$') == 1 ]] || fail "groupSnapshots=false"
+vgsc=$(render -s templates/volumegroupsnapshotclass.yaml --set 'volumeGroupSnapshotClasses[0].name=g' \
+    --set 'volumeGroupSnapshotClasses[0].isDefault=true' \
+    --set 'volumeGroupSnapshotClasses[0].parameters.group-type=consistent')
+[[ $(grep -c '^kind: VolumeGroupSnapshotClass$' <<<"$vgsc") == 1 ]] || fail "volumeGroupSnapshotClasses"
+has '^apiVersion: groupsnapshot.storage.k8s.io/v1$' <<<"$vgsc" || fail "VolumeGroupSnapshotClass apiVersion"
+has 'groupsnapshot.storage.kubernetes.io/is-default-class: "true"' <<<"$vgsc" || fail "group isDefault"
+has '^  group-type: "consistent"$' <<<"$vgsc" || fail "group class parameters"
+render | has 'kind: VolumeGroupSnapshotClass' && fail "a VolumeGroupSnapshotClass by default"
 # ServiceMonitor and PodMonitor: off by default, set the job the alerts look for; the
 # ServiceMonitor takes the controller off the PodMonitors; upstream's csi.plugin.podMonitor works.
 render | has -E '^kind: (ServiceMonitor|PodMonitor)$' && fail "monitors rendered by default"

@@ -18,8 +18,8 @@ EXTRA = {
 }
 # Documented rules the chart leaves out, each with its reason (API groups).
 OMITTED = {
-    # Volume group snapshots: the snapshotter's feature is off unless enabled
-    # (--group-snapshots: then they are required).
+    # Volume group snapshots: granted only with sidecars.snapshotter.groupSnapshots (on by
+    # default; --group-snapshots: then they are required).
     "snapshotter": {"groupsnapshot.storage.k8s.io"},
 }
 SECRETS = {("", "secrets", "get")}
