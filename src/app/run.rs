@@ -73,11 +73,10 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     } else {
         None
     };
-    // Group snapshots: the local backend freezes its members; the OpenStack adapter's are
-    // not there yet.
+    // Group snapshots on either backend: the local one freezes its members, Cinder takes them
+    // through a consistent group type (each refuses what it cannot make consistent).
     let group_controller = controller
         .as_ref()
-        .filter(|_| args.backend == Backend::Local)
         .map(|core| GroupControllerServer::new(GroupControllerService::new(core.clone())));
     let controller = controller.map(|core| ControllerServer::new(ControllerService::new(core)));
     if args.backend == Backend::Local && plan.node {

@@ -106,6 +106,10 @@ pub trait GroupSnapshots: Send + Sync {
     /// retype a volume in a group). A volume in no group, or in a group the adapter did not
     /// make, is left as it is.
     async fn release_volume(&self, volume: &Volume, deadline: Instant) -> CloudResult<()>;
+    /// Remove what the adapter made for group snapshots and a failure left behind (a Cinder
+    /// group whose group snapshot's delete was interrupted). Called when a delete finds its
+    /// group snapshot gone already, which is what the retry of such a delete sees.
+    async fn sweep(&self, deadline: Instant) -> CloudResult<()>;
 }
 
 /// Nova: servers and their volume attachments.

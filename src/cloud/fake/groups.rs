@@ -130,6 +130,13 @@ impl GroupSnapshots for FakeCloud {
         }
         Ok(())
     }
+
+    async fn sweep(&self, _deadline: Instant) -> CloudResult<()> {
+        let mut s = self.lock();
+        s.enter(Op::GroupList)?;
+        s.free_unused_helper_groups();
+        Ok(())
+    }
 }
 
 impl State {

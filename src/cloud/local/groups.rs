@@ -176,4 +176,9 @@ impl GroupSnapshots for LocalCloud {
     async fn release_volume(&self, _volume: &Volume, _deadline: Instant) -> CloudResult<()> {
         Ok(())
     }
+
+    /// Nothing is made besides the group snapshot (a crash's leftovers go at startup).
+    async fn sweep(&self, _deadline: Instant) -> CloudResult<()> {
+        Ok(())
+    }
 }

@@ -44,6 +44,8 @@ pub const CINDER_CREATE_FROM_BACKUP: Microversion = Microversion::new(3, 47);
 pub const CINDER_BACKUP_AZ: Microversion = Microversion::new(3, 51);
 /// `created_at`/`updated_at` comparison filters on volume lists (the status watcher's batch).
 pub const CINDER_TIME_FILTERS: Microversion = Microversion::new(3, 60);
+/// Group snapshots (group types 3.11, groups 3.13, group snapshots 3.14).
+pub const CINDER_GROUP_SNAPSHOTS: Microversion = Microversion::new(3, 14);
 
 pub const NOVA_BASE: Microversion = Microversion::new(2, 1);
 pub const NOVA_WANTED: Microversion = Microversion::new(2, 89);

@@ -15,6 +15,9 @@ mod copies;
 pub mod diagnose;
 pub(crate) mod dto;
 pub(crate) mod errors;
+mod group_checks;
+mod group_helpers;
+mod group_retire;
 mod groups;
 mod http;
 mod ids;
@@ -53,6 +56,9 @@ pub struct OpenStack {
     watcher: Watcher,
     types: TypeCache,
     metrics: Arc<ApiMetrics>,
+    /// `[BlockStorage] group-type`: the group type the operator vouches is consistent (its
+    /// specs may be hidden from the driver's user).
+    group_type: Option<String>,
 }
 
 impl OpenStack {
@@ -97,6 +103,7 @@ impl OpenStack {
             types: TypeCache::default(),
             api,
             metrics,
+            group_type: block_storage.group_type.clone(),
         })
     }
 

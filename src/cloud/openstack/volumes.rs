@@ -223,7 +223,7 @@ impl Volumes for OpenStack {
 impl OpenStack {
     /// Cinder's user message about a failed volume ("No valid backend was found", ...), when
     /// the cloud keeps one. Best effort: no message is not an error.
-    async fn error_reason(&self, id: &str) -> Option<String> {
+    pub(super) async fn error_reason(&self, id: &str) -> Option<String> {
         let ans = self
             .api
             .cinder(Request::get(Op::MessageList, "messages").query("resource_uuid", id))

@@ -57,6 +57,9 @@ pub enum GroupRefusal {
     /// The group type's snapshots are not consistent: Cinder would take its members' snapshots
     /// one after the other.
     NotConsistent { group_type: String },
+    /// The cloud hides the group type's specs from this user, so its consistency cannot be
+    /// checked, and the operator did not vouch for it (`[BlockStorage] group-type`).
+    Unverifiable { group_type: String },
     /// The cloud could not place a group of `group_type` with these volume types (the group
     /// went into an error state; `reason` is the cloud's, when it gave one).
     NoBackend {

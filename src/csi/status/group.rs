@@ -22,6 +22,14 @@ impl Display for GroupRefusal {
                  write-order consistent group snapshot; use a group type that has it, on a \
                  backend that supports consistent group snapshots"
             ),
+            Self::Unverifiable { group_type } => write!(
+                f,
+                "Cinder does not show this user the specs of group type {group_type:?} (policy \
+                 group:access_group_types_specs), so whether its snapshots are consistent \
+                 cannot be checked; name it in [BlockStorage] group-type (an operator who \
+                 checked it has consistent_group_snapshot_enabled=\"<is> True\" vouches for it \
+                 there), or let the user read group type specs"
+            ),
             Self::NoBackend {
                 group_type,
                 volume_types,

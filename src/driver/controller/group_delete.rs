@@ -19,6 +19,14 @@ impl Controller {
     pub async fn delete_group_snapshot(&self, req: GroupSnapshotRef) -> Result<()> {
         let deadline = wait_deadline(req.deadline);
         let Some((cloud, g)) = self.find_group_snapshot(&req).await? else {
+            // Gone: maybe by an earlier attempt interrupted before it removed the cloud's
+            // helper objects, which this one cannot name any more. Best effort.
+            for c in self.list_clouds(req.cloud.as_deref())? {
+                if let Err(e) = c.groups.sweep(deadline).await {
+                    tracing::warn!(cloud = %c.name, error = %e,
+                        "cannot sweep what group snapshots left behind");
+                }
+            }
             return Ok(());
         };
         check_members(cloud, &g, &req.snapshot_ids).await?;

@@ -12,11 +12,24 @@ unlike it the data is real:
 - a deliberately slow attach, for the alert tests: while `<dir>/attach-delay` exists, each of
   its lines `PREFIX SECONDS` makes initialize_connection (Nova's attach) wait SECONDS for a
   volume whose PVC name (metadata `csi.storage.k8s.io/pvc/name`) or name starts with PREFIX.
+- consistent group snapshots, as a storage array makes them: the backend reports
+  `consistent_group_snapshot_enabled`, and a group snapshot of a group type with that spec
+  copies every member while the writes to all of them are held still. Writers reach a volume
+  file through a loop device (the test hypervisor's attachment) with a filesystem mounted on
+  this host (the node), so each such filesystem is frozen (FIFREEZE) for the copies and thawed
+  (FITHAW) after, also on errors; the frozen mount points are written to a file first, so a
+  cinder-volume killed in between thaws them when it starts again. A member attached with no
+  mounted filesystem (raw block: writes that cannot be held) fails the group snapshot rather
+  than give a torn one. Group types without the spec go Cinder's generic way (one snapshot
+  after another), which the CSI driver refuses to use.
 
 Configured per backend section: `volume_driver = csi_fake_cinder_driver.FileBackedFakeDriver`,
 `csi_fake_volume_dir = DIR`; the module must be on cinder-volume's PYTHONPATH.
 """
 
+import fcntl
+import glob
+import json
 import os
 import subprocess
 import time
@@ -24,7 +37,9 @@ import time
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from cinder import exception
 from cinder.tests.fake_driver import FakeLoggingVolumeDriver
+from cinder.volume import volume_utils
 
 LOG = logging.getLogger(__name__)
 GiB = 1024 ** 3
@@ -33,6 +48,58 @@ FAKE_OPTS = [
     cfg.StrOpt('csi_fake_volume_dir', default='/var/tmp/cinder-csi-ostack/data/cinder/fake-volumes',
                help='Directory of the sparse files that back volumes and snapshots.'),
 ]
+
+
+# linux/fs.h: _IOWR('X', 119, int) and _IOWR('X', 120, int).
+FIFREEZE = 0xC0045877
+FITHAW = 0xC0045878
+
+
+def _loops_over(path):
+    """/dev/loopN of every loop device whose backing file is `path`."""
+    want = os.path.realpath(path)
+    out = []
+    for f in glob.glob('/sys/block/loop*/loop/backing_file'):
+        try:
+            with open(f) as fh:
+                backing = fh.read().strip()
+        except OSError:
+            continue
+        if os.path.realpath(backing) == want:
+            out.append('/dev/' + f.split('/')[3])
+    return out
+
+
+def _mount_of(device):
+    """A mount point of the filesystem on `device` in this mount namespace, or None. btrfs
+    shows an anonymous device number in mountinfo, so the source is compared too."""
+    st = os.stat(device)
+    want = f'{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}'
+    real = os.path.realpath(device)
+    with open('/proc/self/mountinfo') as fh:
+        for line in fh:
+            head, _, tail = line.partition(' - ')
+            f = head.split()
+            t = tail.split()
+            source = t[1] if len(t) > 1 else ''
+            if f[2] == want or (source.startswith('/') and os.path.realpath(source) == real):
+                return f[4].encode().decode('unicode_escape')
+    return None
+
+
+def _thaw(mount_points):
+    for m in mount_points:
+        try:
+            fd = os.open(m, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            continue
+        try:
+            fcntl.ioctl(fd, FITHAW, 0)
+            LOG.warning('thawed %s', m)
+        except OSError:
+            pass  # EINVAL: not frozen
+        finally:
+            os.close(fd)
 
 
 def _copy(src, dst):
@@ -65,8 +132,20 @@ class FileBackedFakeDriver(FakeLoggingVolumeDriver):
             if f.seek(0, os.SEEK_END) < size_gb * GiB:
                 f.truncate(size_gb * GiB)
 
+    @property
+    def _frozen_record(self):
+        return os.path.join(self._dir, 'frozen-%s.json' % self.backend_name)
+
     def do_setup(self, context):
         os.makedirs(self._dir, exist_ok=True)
+        # A cinder-volume killed during a group snapshot left these frozen: every writer on
+        # them blocked until someone thaws them.
+        try:
+            with open(self._frozen_record) as fh:
+                _thaw(json.load(fh))
+            os.unlink(self._frozen_record)
+        except FileNotFoundError:
+            pass
         super().do_setup(context)
 
     def create_volume(self, volume):
@@ -119,6 +198,45 @@ class FileBackedFakeDriver(FakeLoggingVolumeDriver):
                 return float(parts[1])
         return 0
 
+    def create_group_snapshot(self, context, group_snapshot, snapshots):
+        if not volume_utils.is_group_a_cg_snapshot_type(group_snapshot):
+            raise NotImplementedError()  # Cinder's generic path: one snapshot after another
+        mounts = []
+        for s in snapshots:
+            for loop in _loops_over(os.path.join(self._dir, 'volume-%s' % s.volume_id)):
+                m = _mount_of(loop)
+                if m is None:
+                    raise exception.VolumeDriverException(message=(
+                        'volume %s is attached as %s with no filesystem mounted on this host: '
+                        'its writes cannot be held still for a consistent group snapshot'
+                        % (s.volume_id, loop)))
+                mounts.append(m)
+        with open(self._frozen_record, 'w') as fh:
+            json.dump(mounts, fh)
+        frozen = []
+        try:
+            for m in mounts:
+                fd = os.open(m, os.O_RDONLY | os.O_DIRECTORY)
+                try:
+                    fcntl.ioctl(fd, FIFREEZE, 0)
+                except OSError:
+                    os.close(fd)
+                    raise
+                frozen.append(fd)
+            LOG.info('group snapshot %s: %d filesystem(s) frozen, copying %d member(s)',
+                     group_snapshot.id, len(frozen), len(snapshots))
+            for s in snapshots:
+                _copy(os.path.join(self._dir, 'volume-%s' % s.volume_id), self._snap_path(s))
+        finally:
+            for fd in frozen:
+                try:
+                    fcntl.ioctl(fd, FITHAW, 0)
+                finally:
+                    os.close(fd)
+            os.unlink(self._frozen_record)
+        return ({'status': 'available'},
+                [{'id': s.id, 'status': 'available'} for s in snapshots])
+
     def initialize_connection(self, volume, connector):
         delay = self._attach_delay(volume)
         if delay:
@@ -142,5 +260,5 @@ class FileBackedFakeDriver(FakeLoggingVolumeDriver):
         pool.update(pool_name=self.backend_name, multiattach=True, reserved_percentage=0,
                     thin_provisioning_support=True, thick_provisioning_support=False,
                     max_over_subscription_ratio=20.0, replication_enabled=False,
-                    group_replication_enabled=False)
+                    group_replication_enabled=False, consistent_group_snapshot_enabled=True)
         self._stats.update(volume_backend_name=self.backend_name, multiattach=True)

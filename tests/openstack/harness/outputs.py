@@ -4,12 +4,15 @@ clouds.yaml and env.sh (OS_* variables plus the test nodes), all in the state di
 import shlex
 from pathlib import Path
 
-from .settings import (ADMIN, ALT_VOLUME_TYPE, BACKENDS, HERE, KEYSTONE_URL, MEMBER,
-                       MULTIATTACH_TYPE, REGION, VOLUME_TYPE)
+from .settings import (ADMIN, ALT_VOLUME_TYPE, BACKENDS, GROUP_TYPE, GROUP_VOLUME_TYPE, HERE,
+                       INCONSISTENT_GROUP_TYPE, KEYSTONE_URL, MEMBER, MULTIATTACH_TYPE, REGION,
+                       VOLUME_TYPE)
 
-CLOUD_CONF_TAIL = """
+CLOUD_CONF_TAIL = f"""
 [BlockStorage]
 # The test cloud's Nova attaches through the test hypervisor; no limit needed beyond default.
+# Its consistent group type (the member user cannot read group type specs: the operator vouches).
+group-type = {GROUP_TYPE}
 [Metadata]
 # Node identity comes from the test hypervisor's metadata service (--metadata-url per node).
 search-order = metadataService
@@ -66,6 +69,8 @@ def env_file(s, app_cred, nodes):
         'OSTACK_CLOUDS_YAML': s.state / 'clouds.yaml',
         'OSTACK_VOLUME_TYPE': VOLUME_TYPE, 'OSTACK_MULTIATTACH_TYPE': MULTIATTACH_TYPE,
         'OSTACK_ALT_VOLUME_TYPE': ALT_VOLUME_TYPE,
+        'OSTACK_GROUP_TYPE': GROUP_TYPE, 'OSTACK_INCONSISTENT_GROUP_TYPE': INCONSISTENT_GROUP_TYPE,
+        'OSTACK_GROUP_VOLUME_TYPE': GROUP_VOLUME_TYPE,
         'OSTACK_AVAILABILITY_ZONES': ' '.join(dict.fromkeys(BACKENDS.values())),
         'OSTACK_VOLUME_DIR': s.volumes,
         'OSTACK_NODE_COUNT': len(nodes), 'OSTACK_NODES': ' '.join(n['name'] for n in nodes),

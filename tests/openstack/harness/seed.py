@@ -8,7 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .identity import project_id
 from .rest import admin, member
-from .settings import (ALT_VOLUME_TYPE, CINDER_URL, COMPUTE_HOSTS, FLAVOR, MEMBER,
+from .settings import (ALT_VOLUME_TYPE, BACKENDS, CINDER_URL, COMPUTE_HOSTS, FLAVOR,
+                       GROUP_TYPE, GROUP_VOLUME_TYPE, INCONSISTENT_GROUP_TYPE, MEMBER,
                        MULTIATTACH_TYPE, NOVA_URL, VOLUME_TYPE)
 
 UNLIMITED_CINDER = ('volumes', 'snapshots', 'gigabytes', 'backups', 'backup_gigabytes',
@@ -37,6 +38,21 @@ def _volume_type(c, name, extra_specs, description):
         }})['volume_type']['id']
     if extra_specs:
         c.post(f'{CINDER_URL}/types/{tid}/extra_specs', {'extra_specs': extra_specs})
+    return tid
+
+
+def _group_type(c, name, group_specs, description):
+    """A public group type (3.11) with exactly `group_specs`."""
+    for t in c.get(CINDER_URL + '/group_types?is_public=None')['group_types']:
+        if t['name'] == name:
+            tid = t['id']
+            break
+    else:
+        tid = c.post(CINDER_URL + '/group_types', {'group_type': {
+            'name': name, 'description': description, 'is_public': True,
+        }})['group_type']['id']
+    if group_specs:
+        c.post(f'{CINDER_URL}/group_types/{tid}/group_specs', {'group_specs': group_specs})
     return tid
 
 
@@ -91,6 +107,12 @@ def cloud(s):
     _volume_type(c, MULTIATTACH_TYPE, {'multiattach': '<is> True'},
                  'volumes that may be attached to several servers at once')
     _volume_type(c, ALT_VOLUME_TYPE, {}, 'plain volumes like standard (an in-place retype target)')
+    _volume_type(c, GROUP_VOLUME_TYPE, {'volume_backend_name': next(iter(BACKENDS))},
+                 'volumes of one backend (a Cinder group holds volumes of its backend only)')
+    _group_type(c, GROUP_TYPE, {'consistent_group_snapshot_enabled': '<is> True'},
+                'groups whose snapshots are one point in time (the fake driver freezes them)')
+    _group_type(c, INCONSISTENT_GROUP_TYPE, {},
+                'groups whose members Cinder snapshots one after another (not a CSI group)')
     pid = project_id(MEMBER['project'])
     c.put(f'{CINDER_URL}/os-quota-sets/{pid}',
           {'quota_set': {k: -1 for k in UNLIMITED_CINDER}})

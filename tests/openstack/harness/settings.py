@@ -50,6 +50,15 @@ MULTIATTACH_TYPE = 'multiattach'
 # Cinder does it in place, also for an in-use volume (a retype to `multiattach` it refuses
 # unless the volume is available): the Kubernetes volume-modify specs retype mounted volumes.
 ALT_VOLUME_TYPE = 'standard-alt'
+# Group types: one whose snapshots are consistent (the backends report the capability, the
+# fake driver freezes the members while it copies them), named as the default in cloud.conf's
+# [BlockStorage] group-type; and one without it, which the driver must refuse (Cinder would
+# snapshot its members one by one).
+GROUP_TYPE = 'consistent-snapshots'
+INCONSISTENT_GROUP_TYPE = 'one-by-one'
+# Cinder groups hold volumes of one backend: group snapshot tests use this type, pinned to the
+# first backend, so their volumes are on one backend even where a zone has several.
+GROUP_VOLUME_TYPE = 'grouped'
 FLAVOR = 'm1.tiny'
 COMPUTE_HOST = 'ostack-local'
 # Nova compute hosts by availability zone (both always run): test node i runs in ZONES[i % 2],

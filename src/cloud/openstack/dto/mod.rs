@@ -4,11 +4,13 @@
 //! declares the parts and re-exports them.
 
 mod cinder;
+mod groups;
 mod lenient;
 mod nova;
 #[cfg(test)]
 mod tests;
 
 pub use cinder::*;
+pub use groups::*;
 pub use lenient::{has_next, parse_time};
 pub use nova::*;
