@@ -683,3 +683,48 @@ async fn delete_snapshot_right_after_create_succeeds() {
     .unwrap();
     assert!(h.fake.snapshots().is_empty());
 }
+
+/// csi-sanity's request for "volume lifecycle should work" on a node that reports a topology
+/// without our zone key: the node's `accessible_topology` comes back as both requisite and
+/// preferred. A term without `topology.cinder.csi.openstack.org/zone` is met in any zone
+/// (CSI), so the volume goes to Cinder's default zone instead of ResourceExhausted.
+#[tokio::test]
+async fn sanity_request_shape_with_a_zoneless_node_topology() {
+    let mut h = harness().await;
+    let c = &mut h.client;
+    let node_topologies = [
+        pb::Topology::default(),
+        pb::Topology {
+            segments: HashMap::from([(
+                "topology.kubernetes.io/region".to_string(),
+                "r1".to_string(),
+            )]),
+        },
+    ];
+    for (i, node) in node_topologies.into_iter().enumerate() {
+        let mut req = create_req(&format!("sanity-{i}"), GIB);
+        req.accessibility_requirements = Some(pb::TopologyRequirement {
+            requisite: vec![node.clone()],
+            preferred: vec![node],
+        });
+        for _ in 0..2 {
+            let v = c
+                .create_volume(req.clone())
+                .await
+                .unwrap()
+                .into_inner()
+                .volume
+                .unwrap();
+            assert_eq!(
+                v.accessible_topology,
+                vec![pb::Topology {
+                    segments: HashMap::from([(
+                        "topology.cinder.csi.openstack.org/zone".to_string(),
+                        "nova".to_string(),
+                    )]),
+                }]
+            );
+        }
+    }
+    assert_eq!(h.fake.volumes().len(), 2);
+}

@@ -15,7 +15,6 @@ use std::fmt::{self, Display, Formatter};
 use tonic::{Code, Status};
 
 use crate::cloud::CloudError;
-use crate::driver::types::ZONE_TOPOLOGY_KEY;
 use crate::driver::{Error, Task, TokenProblem};
 use crate::host::HostError;
 use crate::metadata::MetadataError;
@@ -185,14 +184,6 @@ fn no_zone(f: &mut Formatter<'_>, asked: &[String], known: &[String]) -> fmt::Re
     } else {
         words::quoted(known)
     };
-    if asked.is_empty() {
-        return write!(
-            f,
-            "accessibility_requirements.requisite names no zone (key {ZONE_TOPOLOGY_KEY}), so \
-             no Cinder availability zone satisfies it; the nodes must report \
-             {ZONE_TOPOLOGY_KEY} (Cinder's zones: {known})"
-        );
-    }
     write!(
         f,
         "no Cinder availability zone satisfies accessibility_requirements.requisite: it allows \

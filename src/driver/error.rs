@@ -51,8 +51,8 @@ pub enum Error {
     /// The node's paths, mounts or devices do not allow the request.
     NodeRefused(NodeRefusal),
     OutOfRange(Range),
-    /// No Cinder zone satisfies the requisite topology, which names the zones `asked`
-    /// (none: it names no zone); `known` are Cinder's.
+    /// No Cinder zone satisfies the requisite topology, whose every term names a zone (of
+    /// `asked`); `known` are Cinder's.
     NoZone {
         asked: Vec<String>,
         known: Vec<String>,

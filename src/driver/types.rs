@@ -88,6 +88,23 @@ pub struct TopologyRequirement {
     pub preferred: Vec<Topology>,
 }
 
+impl TopologyRequirement {
+    /// The zones the requisite confines the volume to, or `None` when it leaves the zone free.
+    /// CSI: the volume "MUST be accessible from at least one of the requisite topologies", and
+    /// a term that does not name [`ZONE_TOPOLOGY_KEY`] (csi-sanity and Nomad pass the node's
+    /// topology back, which may have no zone or only other keys) is met in any zone. So the
+    /// zone is constrained only when the requisite is set and every term names one.
+    pub fn requisite_zones(&self) -> Option<Vec<&str>> {
+        if self.requisite.is_empty() {
+            return None;
+        }
+        self.requisite
+            .iter()
+            .map(|t| t.get(ZONE_TOPOLOGY_KEY).map(String::as_str))
+            .collect()
+    }
+}
+
 /// The topology key this driver (and the in-tree migration) uses for availability zones.
 pub const ZONE_TOPOLOGY_KEY: &str = "topology.cinder.csi.openstack.org/zone";
 

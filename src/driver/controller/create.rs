@@ -10,6 +10,7 @@ use super::params::{CLUSTER_KEY, CONTENT_SOURCE_KEY};
 use super::source_tag::source_tag;
 use super::validate;
 use super::waits::wait_deadline;
+use super::zones::Lookup;
 use super::{ContentSource, Controller, CreateVolume, VolumeInfo};
 use crate::cloud::{
     Cloud, CloudError, CopyKind, CopyStatus, CopyWait, NewVolume, Resource, Volume, VolumeSource,
@@ -183,8 +184,9 @@ impl Controller {
 
     /// AZ precedence (upstream's): `availability` (a Cinder name), then with topology the
     /// first preferred and then the first requisite zone (label forms, mapped back to the
-    /// Cinder name; with a requisite, the first such zone Cinder has); otherwise Cinder's
-    /// default.
+    /// Cinder name; with a requisite that names a zone in every term, the first such zone
+    /// Cinder has); otherwise Cinder's default. Terms are read as CSI says: one that does not
+    /// name [`ZONE_TOPOLOGY_KEY`] is met in any zone, so it constrains nothing.
     async fn pick_zone(&self, cloud: &Cloud, req: &CreateVolume) -> Result<Option<String>> {
         if let Some(az) = &req.params.availability {
             return Ok(Some(az.clone()));
@@ -192,18 +194,35 @@ impl Controller {
         if !self.opts.with_topology {
             return Ok(None);
         }
+        let t = &req.topology;
         // With ignore-volume-az the reported topology is the request's, whatever zone Cinder
         // picks (it may fall back from a Nova zone): no requisite zone must exist in Cinder.
-        if !req.topology.requisite.is_empty() && !self.opts.block_storage.ignore_volume_az {
-            return self.requisite_zone(cloud, &req.topology).await.map(Some);
+        let ignore_az = self.opts.block_storage.ignore_volume_az;
+        if !ignore_az && t.requisite_zones().is_some() {
+            return self.requisite_zone(cloud, t).await.map(Some);
         }
-        let value = req
-            .topology
-            .preferred
-            .iter()
-            .chain(req.topology.requisite.iter())
-            .find_map(zone_of);
-        match value {
+        // No requisite, or one that leaves the zone free. CSI: preferred terms are tried in
+        // order, and the first one that can be met decides.
+        for term in &t.preferred {
+            let Some(value) = zone_of(term) else {
+                // Met in any zone: Cinder's default.
+                return Ok(None);
+            };
+            if ignore_az || t.requisite.is_empty() {
+                return Ok(Some(self.cinder_zone(cloud, value).await?));
+            }
+            match self.lookup_zone(cloud, value).await? {
+                Lookup::Found(zone) => return Ok(Some(zone)),
+                Lookup::Unlisted => return Ok(Some(value.to_string())),
+                // The free requisite term still allows any zone.
+                Lookup::Missing(_) => {}
+            }
+        }
+        if t.requisite_zones().is_none() {
+            return Ok(None);
+        }
+        // ignore-volume-az with a requisite that names a zone in every term.
+        match t.requisite.iter().find_map(zone_of) {
             Some(v) => Ok(Some(self.cinder_zone(cloud, v).await?)),
             None => Ok(None),
         }

@@ -11,7 +11,7 @@ use super::params::CLUSTER_KEY;
 use super::source_tag::recorded_source;
 use super::{ContentSource, Controller, CreateVolume};
 use crate::cloud::{Cloud, PageRequest, Volume, VolumeFilter, VolumeStatus};
-use crate::driver::types::{topology_value, CapacityRange, Topology, ZONE_TOPOLOGY_KEY};
+use crate::driver::types::{topology_value, CapacityRange};
 use crate::driver::{Error, Mismatch, Named, Refusal, Result, VolumeDiff};
 
 /// Whether an existing volume satisfies the requested capacity range.
@@ -51,10 +51,6 @@ fn same_source(v: &Volume, want: Option<&ContentSource>) -> bool {
                 && known.iter().all(|k| k == id)
         }
     }
-}
-
-fn zone_of(t: &Topology) -> Option<&str> {
-    t.get(ZONE_TOPOLOGY_KEY).map(String::as_str)
 }
 
 impl Controller {
@@ -144,7 +140,8 @@ impl Controller {
         }
         if self.opts.with_topology && req.params.availability.is_none() {
             // Requisite zones are label forms (as the nodes report them); compare like with like.
-            let zones: Vec<&str> = req.topology.requisite.iter().filter_map(zone_of).collect();
+            // A requisite that leaves the zone free (a term without our key) is met anywhere.
+            let zones = req.topology.requisite_zones().unwrap_or_default();
             let have = topology_value(&v.availability_zone);
             if !zones.is_empty() && !zones.contains(&have.as_str()) {
                 return Err(exists(VolumeDiff::Zone {

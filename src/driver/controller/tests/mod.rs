@@ -11,6 +11,7 @@ mod list;
 mod modify;
 mod publish;
 mod snapshots;
+mod topology_terms;
 mod validate;
 mod zones;
 
