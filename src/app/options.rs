@@ -7,7 +7,8 @@ use crate::config;
 use crate::driver::controller::ControllerOptions;
 use crate::metadata;
 
-/// Flags win over `[Metadata]`: `--node-id` skips the lookup, `--metadata-url` replaces the URL.
+/// Flags over `[Metadata]`: `--node-id` replaces the looked-up instance id, `--node-az` gives
+/// the zone the lookup does not, `--metadata-url` replaces the URL.
 pub fn metadata_options(
     args: &ServeArgs,
     cfg: &config::MetadataConfig,
@@ -18,6 +19,7 @@ pub fn metadata_options(
     }
     metadata::MetadataOptions {
         node_id: args.node_id.clone(),
+        node_az: args.node_az.clone(),
         metadata: section,
         ..Default::default()
     }

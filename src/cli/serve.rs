@@ -80,10 +80,16 @@ pub struct ServeArgs {
           value_delimiter = ',', value_parser = parse_key_value)]
     pub additional_topology: Vec<(String, String)>,
 
-    /// Node id (Nova instance UUID); overrides the metadata lookup. Not read from `NODE_ID`:
-    /// upstream manifests set that to the Kubernetes node name for their ignored `--nodeid`.
+    /// Node id (Nova instance UUID); replaces the instance id of the metadata lookup (the zone
+    /// is still looked up). Not read from `NODE_ID`: upstream manifests set that to the
+    /// Kubernetes node name for their ignored `--nodeid`.
     #[arg(long, env = "CINDER_CSI_NODE_ID", value_name = "ID")]
     pub node_id: Option<String>,
+
+    /// Node availability zone, for nodes whose config drive / metadata service gives none (or
+    /// that have neither, with --node-id); the metadata's zone wins when there is one.
+    #[arg(long, env = "CINDER_CSI_NODE_AZ", value_name = "AZ")]
+    pub node_az: Option<String>,
 
     /// CSI driver name.
     #[arg(

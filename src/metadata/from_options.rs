@@ -1,36 +1,35 @@
-//! Builds the node's metadata source from its options: `--node-id`, or the chain of sources
-//! in `[Metadata] search-order`.
+//! Builds the node's metadata source from its options: the chain of sources in `[Metadata]
+//! search-order`, under `--node-id` / `--node-az` when they are set.
 
 use std::sync::Arc;
 
 use super::chain::Chain;
 use super::config_drive::ConfigDrive;
 use super::options::{MetadataOptions, Source, MAX_NODE_ID_BYTES};
-use super::port::{InstanceMetadata, Metadata, MetadataError, StaticMetadata};
+use super::overrides::Overrides;
+use super::port::{Metadata, MetadataError};
 use super::service::{MetadataService, Retry};
 
 /// Builds the node's metadata source. No I/O happens here; errors are configuration errors
-/// (an empty `--node-id`, an empty search order, a bad URL) for the caller to exit 64 on.
+/// (an empty `--node-id` or `--node-az`, an empty search order without `--node-id`, a bad URL)
+/// for the caller to exit 64 on.
 pub fn from_options(opts: MetadataOptions) -> Result<Arc<dyn Metadata>, MetadataError> {
-    if let Some(id) = opts.node_id {
-        if uuid::Uuid::try_parse(&id).is_err() {
-            // Fine for the local backend; with Nova it breaks every attach (old manifests set
-            // NODE_ID to the Kubernetes node name).
-            tracing::warn!(
-                node_id = %id,
-                "--node-id is not a UUID; with the OpenStack backend it must be the Nova instance UUID"
-            );
+    let node_id = match &opts.node_id {
+        Some(id) => {
+            if uuid::Uuid::try_parse(id).is_err() {
+                // Fine for the local backend; with Nova it breaks every attach (old manifests
+                // set NODE_ID to the Kubernetes node name).
+                tracing::warn!(
+                    node_id = %id,
+                    "--node-id is not a UUID; with the OpenStack backend it must be the Nova instance UUID"
+                );
+            }
+            Some(check_node_id(id)?)
         }
-        return Ok(Arc::new(StaticMetadata {
-            instance: InstanceMetadata {
-                uuid: check_node_id(&id)?,
-                // An operator who sets --node-id usually has no metadata to ask; a zone can
-                // still be given with --additional-topology topology.cinder.csi.openstack.org/zone=AZ.
-                availability_zone: None,
-            },
-        }));
-    }
-    if opts.metadata.search_order.is_empty() {
+        None => None,
+    };
+    let node_az = opts.node_az.as_deref().map(check_node_az).transpose()?;
+    if opts.metadata.search_order.is_empty() && node_id.is_none() {
         return Err(MetadataError::Invalid(
             "[Metadata] search-order is empty and no --node-id is set: \
              list configDrive and/or metadataService"
@@ -56,7 +55,27 @@ pub fn from_options(opts: MetadataOptions) -> Result<Arc<dyn Metadata>, Metadata
         };
         sources.push((source, adapter));
     }
-    Ok(Arc::new(Chain::new(sources)))
+    let lookup: Option<Arc<dyn Metadata>> =
+        (!sources.is_empty()).then(|| Arc::new(Chain::new(sources)) as Arc<dyn Metadata>);
+    match (node_id, node_az, lookup) {
+        (None, None, Some(chain)) => Ok(chain),
+        (node_id, node_az, lookup) => Ok(Arc::new(Overrides {
+            node_id,
+            node_az,
+            lookup,
+        })),
+    }
+}
+
+/// `--node-az` is an availability zone name, as Nova's metadata would give it.
+fn check_node_az(az: &str) -> Result<String, MetadataError> {
+    if az.trim().is_empty() || az.trim() != az || az.chars().any(char::is_control) {
+        return Err(MetadataError::Invalid(format!(
+            "--node-az {az:?} must be a non-empty availability zone name, without surrounding \
+             spaces or control characters"
+        )));
+    }
+    Ok(az.to_string())
 }
 
 /// `--node-id` must be usable as a CSI node id as given: no silent trimming.
@@ -85,21 +104,35 @@ mod tests {
     use crate::config::MetadataConfig;
 
     #[tokio::test]
-    async fn node_id_wins_without_lookup() {
+    async fn node_id_without_metadata_takes_node_az() {
+        let tmp = tempfile::tempdir().unwrap();
         let md = from_options(MetadataOptions {
             node_id: Some("83679162-1378-4288-a2d4-70e13ec132aa".into()),
-            // Nothing listens here: any lookup would fail.
+            node_az: Some("az 2".into()),
+            // Nothing listens here and no config drive: every lookup fails.
             metadata: MetadataConfig {
                 metadata_url: "http://127.0.0.1:9/".into(),
+                request_timeout: Duration::from_millis(200),
                 ..Default::default()
             },
-            config_drive_label_dir: "/nonexistent".into(),
-            ..Default::default()
+            config_drive_label_dir: tmp.path().to_path_buf(),
+            connect_timeout: Duration::from_millis(200),
         })
         .unwrap();
         let got = md.instance().await.unwrap();
         assert_eq!(got.uuid, "83679162-1378-4288-a2d4-70e13ec132aa");
-        assert_eq!(got.availability_zone, None);
+        assert_eq!(got.availability_zone.as_deref(), Some("az 2"));
+        // An empty search order is fine with --node-id (nothing to ask).
+        let md = from_options(MetadataOptions {
+            node_id: Some("n1".into()),
+            metadata: MetadataConfig {
+                search_order: vec![],
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(md.instance().await.unwrap().availability_zone, None);
     }
 
     #[test]
@@ -123,6 +156,15 @@ mod tests {
         .err()
         .unwrap();
         assert!(err.detail().contains("search-order"), "{err}");
+        for bad in ["", " ", "az1 ", "a\tz"] {
+            let err = from_options(MetadataOptions {
+                node_az: Some(bad.to_string()),
+                ..Default::default()
+            })
+            .err()
+            .unwrap();
+            assert!(err.detail().contains("--node-az"), "{err}");
+        }
         let err = from_options(MetadataOptions {
             metadata: MetadataConfig {
                 metadata_url: "ftp://x/".into(),

@@ -36,8 +36,11 @@ impl Default for Timeouts {
 /// Everything `from_options` needs; `Default` is upstream's behaviour.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MetadataOptions {
-    /// `--node-id`: when set, the node id without any lookup (and no availability zone).
+    /// `--node-id`: when set, the node id whatever the lookup says; the zone is still looked
+    /// up, and a failed lookup is no error.
     pub node_id: Option<String>,
+    /// `--node-az`: the availability zone when the lookup has none (or there is no lookup).
+    pub node_az: Option<String>,
     /// `[Metadata]`: `search-order`, `request-timeout` and `metadata-url` (which
     /// `--metadata-url` replaces).
     pub metadata: MetadataConfig,
@@ -61,6 +64,7 @@ impl Default for MetadataOptions {
     fn default() -> Self {
         Self {
             node_id: None,
+            node_az: None,
             metadata: MetadataConfig::default(),
             config_drive_label_dir: PathBuf::from(DEFAULT_LABEL_DIR),
             connect_timeout: CONNECT_TIMEOUT,

@@ -33,7 +33,7 @@ pub trait Metadata: Send + Sync {
     async fn instance(&self) -> Result<InstanceMetadata, MetadataError>;
 }
 
-/// Node identity given on the command line; never fails.
+/// Node identity fixed at startup (the local backend's node); never fails.
 pub struct StaticMetadata {
     pub instance: InstanceMetadata,
 }

@@ -153,13 +153,15 @@ async fn failures_are_aggregated_and_not_cached() {
     assert_eq!(server.requests(), 4);
 }
 
+/// `--node-id` replaces only the instance id: the zone is still the first source's.
 #[tokio::test]
-async fn node_id_overrides_every_source() {
+async fn node_id_overrides_only_the_id() {
     let dir = tempfile::tempdir().unwrap();
     let labels = label_dir_with_drive(dir.path());
     let server = Server::start(vec![Reply::Json(meta_data(SERVICE_UUID, "az"))]).await;
     let md = from_options(MetadataOptions {
         node_id: Some("my-node".into()),
+        node_az: Some("flag-az".into()),
         ..options(
             &labels,
             &server.url,
@@ -169,8 +171,8 @@ async fn node_id_overrides_every_source() {
     .unwrap();
     let got = md.instance().await.unwrap();
     assert_eq!(
-        (got.uuid.as_str(), got.availability_zone),
-        ("my-node", None)
+        (got.uuid.as_str(), got.availability_zone.as_deref()),
+        ("my-node", Some("drive-az"))
     );
-    assert_eq!(server.requests(), 0);
+    assert_eq!(server.requests(), 0, "the config drive answered first");
 }

@@ -92,12 +92,34 @@ fn metadata_section_and_flags_are_merged() {
 }
 
 #[tokio::test]
-async fn node_id_flag_is_the_answer() {
+async fn node_id_flag_is_the_id_and_the_zone_is_still_looked_up() {
     let server = Server::start(vec![Reply::Json(meta_data(UUID, "az"))]).await;
     let p = plan(&args(&["--node-id", "n1", "--metadata-url", &server.url])).unwrap();
     let got = p.metadata.unwrap().instance().await.unwrap();
     assert_eq!(got.uuid, "n1");
-    assert_eq!(server.requests(), 0);
+    assert_eq!(got.availability_zone.as_deref(), Some("az"));
+    assert_eq!(server.requests(), 1);
+}
+
+/// No metadata at all (nothing listens at the URL): `--node-id` and `--node-az` (or its
+/// environment variable, the name the cluster helper uses) are the answer.
+#[tokio::test]
+async fn node_az_is_the_zone_without_metadata() {
+    let dead = "http://127.0.0.1:9/openstack/latest/meta_data.json";
+    let p = plan(&args(&[
+        "--node-id",
+        "n1",
+        "--node-az",
+        "zone 2",
+        "--metadata-url",
+        dead,
+    ]))
+    .unwrap();
+    let got = p.metadata.unwrap().instance().await.unwrap();
+    assert_eq!(got.uuid, "n1");
+    assert_eq!(got.availability_zone.as_deref(), Some("zone 2"));
+    let a = args(&["--node-id", "n1", "--metadata-url", dead]);
+    assert_eq!(a.node_az, None);
 }
 
 #[test]
@@ -107,6 +129,10 @@ fn bad_metadata_flags_exit_64_before_binding() {
     let ep = format!("unix://{}", sock.display());
     for (extra, want) in [
         (vec!["--node-id", ""], "--node-id \"\" must be non-empty"),
+        (
+            vec!["--node-az", " "],
+            "--node-az \" \" must be a non-empty",
+        ),
         (
             vec!["--metadata-url", "169.254.169.254"],
             "is not an http(s) URL",

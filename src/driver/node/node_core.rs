@@ -156,7 +156,18 @@ impl NodeCore {
     pub async fn info(&self) -> Result<NodeInfo> {
         let inst = self
             .instance
-            .get_or_try_init(|| self.metadata.instance())
+            .get_or_try_init(|| async {
+                let inst = self.metadata.instance().await?;
+                // Once per process: what every NodeGetInfo will report.
+                let info = info::node_info(&inst, &self.opts);
+                tracing::info!(
+                    node_id = %info.node_id,
+                    topology = ?info.topology,
+                    max_volumes_per_node = info.max_volumes_per_node,
+                    "NodeGetInfo reports"
+                );
+                Ok::<_, crate::metadata::MetadataError>(inst)
+            })
             .await?;
         Ok(info::node_info(inst, &self.opts))
     }
