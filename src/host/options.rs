@@ -7,6 +7,25 @@
 
 use super::FsKind;
 
+/// Split a mount flag at commas, except inside double quotes (an SELinux `context="a,b"`
+/// holds commas); the pieces are trimmed, empty ones dropped.
+pub fn split_options(s: &str) -> impl Iterator<Item = &str> {
+    let mut parts = Vec::new();
+    let (mut start, mut quoted) = (0, false);
+    for (i, c) in s.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            ',' if !quoted => {
+                parts.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&s[start..]);
+    parts.into_iter().map(str::trim).filter(|p| !p.is_empty())
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OptionKind {
     /// A filesystem-independent flag (an MS_* bit: `ro`, `noatime`, `nosuid`, …).

@@ -54,9 +54,13 @@ impl Outgoing {
         self
     }
 
-    /// Query pairs appended, form-encoded.
+    /// Query pairs appended, form-encoded. No pairs leave the URL as it is: `query_pairs_mut`
+    /// would add an empty `?` to every request.
     pub fn query<'a>(mut self, pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
-        self.url.query_pairs_mut().extend_pairs(pairs);
+        let mut pairs = pairs.into_iter().peekable();
+        if pairs.peek().is_some() {
+            self.url.query_pairs_mut().extend_pairs(pairs);
+        }
         self
     }
 
@@ -90,6 +94,14 @@ mod tests {
         assert_eq!(
             r.url.as_str(),
             "http://h:8776/v3/p/volumes/detail?name=a+b%26c&limit=10"
+        );
+        let bare = Outgoing::to(Method::GET, "http://h:8776/v3/p/volumes/abc")
+            .unwrap()
+            .query([]);
+        assert_eq!(
+            bare.url.as_str(),
+            "http://h:8776/v3/p/volumes/abc",
+            "no empty `?`"
         );
         let r = r.json(&serde_json::json!({"volume": {"size": 1}}));
         assert_eq!(&r.body[..], br#"{"volume":{"size":1}}"#);

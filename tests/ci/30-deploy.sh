@@ -60,7 +60,7 @@ node:
   affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/os, operator: In, values: [linux]}]}]}}}
   resources: {limits: {}}
 sidecars: {imagePullPolicy: Always, livenessProbe: {image: x/livenessprobe:v1, port: 9808, extraArgs: [--probe-timeout=3s]}}
-csiDriver: {fsGroupPolicy: File, volumeLifecycleModes: [Persistent], storageCapacity: true}
+csiDriver: {fsGroupPolicy: File, volumeLifecycleModes: [Persistent], storageCapacity: true, seLinuxMount: true}
 storageClass:
   volumeBindingMode: WaitForFirstConsumer
   fsType: xfs
@@ -82,6 +82,10 @@ fail() { echo "deploy check: $*"; exit 1; }
 # `grep -q` in a pipeline exits at the first match, so the writer may die of SIGPIPE and fail
 # the pipeline (pipefail): read everything instead.
 has() { grep "$@" >/dev/null; }
+# CSIDriver seLinuxMount: off (absent, as upstream's object) unless asked for.
+has seLinuxMount <<<"$(render -s templates/csidriver.yaml)" && fail "seLinuxMount rendered by default"
+has '^  seLinuxMount: true$' <<<"$(render -s templates/csidriver.yaml --set csiDriver.seLinuxMount=true)" \
+    || fail "csiDriver.seLinuxMount=true not rendered"
 # The controller is a StatefulSet by default, a Deployment on request; in both every
 # controller sidecar elects a leader, and each kind gets only its own update fields.
 ctl=$(render -s templates/controller.yaml)

@@ -82,8 +82,8 @@ impl Display for Invalid {
             ),
             Self::NameControlChar { what, name, found } => write!(
                 f,
-                "{what} name {name:?} contains the control character {found:?}; use printable \
-                 characters only"
+                "{what} name {name:?} contains the control character {found:?}, which CSI bans \
+                 in names; use printable characters (tab, LF and CR are allowed)"
             ),
             Self::Capability(why) => write!(f, "{why}"),
             Self::VolumeCapability { id, why } => write!(f, "volume {id}: {why}"),

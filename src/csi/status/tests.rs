@@ -278,7 +278,7 @@ fn request_words() {
         (Invalid::NoDefaultCloud { known: strings(&["east", "west"]) }, "the request has no \"cloud\" secret and no default cloud ([Global]) is configured; set the secret to one of \"east\", \"west\""),
         (Invalid::UnknownCloud { name: "r9".into(), known: strings(&["", "east"]) }, "secret \"cloud\" = \"r9\" names no configured cloud; configured: \"\", \"east\""),
         (Invalid::NameTooLong { what: Resource::Volume, len: 300, max: 255 }, "volume name is 300 bytes long; Cinder stores at most 255: use a shorter name"),
-        (Invalid::NameControlChar { what: Resource::Snapshot, name: "a\0b".into(), found: '\0' }, "snapshot name \"a\\0b\" contains the control character '\\0'; use printable characters only"),
+        (Invalid::NameControlChar { what: Resource::Snapshot, name: "a\0b".into(), found: '\0' }, "snapshot name \"a\\0b\" contains the control character '\\0', which CSI bans in names; use printable characters (tab, LF and CR are allowed)"),
         (Invalid::UnknownVolumeType { name: "nope".into() }, "volume type \"nope\" does not exist in Cinder; fix the \"type\" parameter"),
         (Invalid::TypeParamUnknown { class: ParamClass::StorageClass, name: "platinum".into() }, "StorageClass parameter \"type\" names volume type \"platinum\", which does not exist"),
         (Invalid::ReadOnlyPublish, "readonly publish is not supported (no PUBLISH_READONLY capability): Nova attachments are read-write; the node mounts read-only from NodePublishVolume's readonly flag"),

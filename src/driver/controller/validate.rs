@@ -18,7 +18,8 @@ pub const MAX_NAME_BYTES: usize = 255;
 pub const MAX_VOLUME_GIB: u64 = i32::MAX as u64;
 
 /// A CSI `name` (CreateVolume, CreateSnapshot) Cinder can store and show: at most 255 bytes,
-/// no control characters (NUL included).
+/// none of the control characters the CSI spec bans in strings (U+0000–U+0008, U+000B,
+/// U+000C, U+000E–U+001F, U+007F–U+009F); tab, LF and CR are allowed, as the spec says.
 pub fn name(what: Resource, raw: &str) -> Result<()> {
     if raw.len() > MAX_NAME_BYTES {
         return Err(Invalid::NameTooLong {
@@ -28,7 +29,7 @@ pub fn name(what: Resource, raw: &str) -> Result<()> {
         }
         .into());
     }
-    if let Some(c) = raw.chars().find(|c| c.is_control()) {
+    if let Some(c) = raw.chars().find(|c| banned_in_names(*c)) {
         return Err(Invalid::NameControlChar {
             what,
             name: raw.to_string(),
@@ -37,6 +38,12 @@ pub fn name(what: Resource, raw: &str) -> Result<()> {
         .into());
     }
     Ok(())
+}
+
+/// CSI: names "SHALL NOT contain" U+0000–U+0008, U+000B, U+000C, U+000E–U+001F and
+/// U+007F–U+009F; the other control characters (TAB, LF, CR) are allowed.
+fn banned_in_names(c: char) -> bool {
+    c.is_control() && !matches!(c, '\t' | '\n' | '\r')
 }
 
 /// Why a capability's `fs_type` cannot be served (no node can make that filesystem), or
@@ -117,15 +124,23 @@ mod tests {
     fn names_cinder_can_store() {
         assert!(name(Resource::Volume, "pvc-0d1e").is_ok());
         assert!(name(Resource::Volume, &"a".repeat(255)).is_ok());
+        // CSI allows TAB, LF and CR in names.
+        for ok in ["tab\there", "line\nbreak", "cr\rlf\n", "nbsp\u{a0}"] {
+            assert!(name(Resource::Volume, ok).is_ok(), "{ok:?}");
+        }
         // 255 bytes, not characters: "é" is two.
         assert!(name(Resource::Volume, &"é".repeat(128)).is_err());
         for bad in [
             "a".repeat(256),
             "a".repeat(10 * 1024),
             "a\0b".into(),
-            "tab\there".into(),
-            "line\nbreak".into(),
+            "bs\u{8}".into(),
+            "vt\u{b}".into(),
+            "ff\u{c}".into(),
+            "so\u{e}".into(),
+            "us\u{1f}".into(),
             "del\u{7f}".into(),
+            "apc\u{9f}".into(),
         ] {
             let e = name(Resource::Snapshot, &bad).unwrap_err();
             assert!(

@@ -139,7 +139,7 @@ pub fn access(cap: &VolumeCapability) -> Result<Access> {
 /// at stage and at publish alike: publish's bind cannot pass filesystem options on, so an
 /// unknown one would otherwise be silently ignored there.
 pub fn check_mount_flags(fs: FsKind, flags: &[String]) -> Result<()> {
-    for f in flags.iter().flat_map(|f| split_options(f)) {
+    for f in flags.iter().flat_map(|f| options::split_options(f)) {
         if f.chars().any(|c| c.is_control() || c.is_whitespace()) {
             return Err(Invalid::MountFlagChars {
                 flag: f.to_string(),
@@ -167,25 +167,6 @@ pub fn check_mount_flags(fs: FsKind, flags: &[String]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Split a mount flag at commas, except inside double quotes (an SELinux `context="a,b"`
-/// holds commas); the pieces are trimmed, empty ones dropped.
-fn split_options(s: &str) -> impl Iterator<Item = &str> {
-    let mut parts = Vec::new();
-    let (mut start, mut quoted) = (0, false);
-    for (i, c) in s.char_indices() {
-        match c {
-            '"' => quoted = !quoted,
-            ',' if !quoted => {
-                parts.push(&s[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&s[start..]);
-    parts.into_iter().map(str::trim).filter(|p| !p.is_empty())
 }
 
 /// Whether the capability's mount flags ask for a read-only mount (`ro`, unless a later `rw`

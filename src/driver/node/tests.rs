@@ -754,6 +754,16 @@ async fn expand_grows_online_and_reports_the_device_size() {
     };
     let size = c.expand(req(2 * GIB), soon()).await.unwrap();
     assert_eq!(size, 2 * GIB);
+    // Upstream's `rescan-on-resize` (rescan, then check the size, before growing) is always
+    // on: this core has `rescan-on-resize = false`, its default (`core()`).
+    let calls = fake.calls();
+    let rescan = calls
+        .iter()
+        .position(|c| c.starts_with("rescan /dev/fake0"));
+    let grow = calls
+        .iter()
+        .position(|c| c.starts_with("grow_online /dev/fake0"));
+    assert!(rescan.unwrap() < grow.unwrap(), "{calls:?}");
     assert_eq!(
         fake.content("v1"),
         Content::Filesystem {

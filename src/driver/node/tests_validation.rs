@@ -60,6 +60,28 @@ fn quoted_selinux_contexts_stay_one_option() {
     params::check_mount_flags(crate::host::FsKind::Ext4, &[bare]).unwrap_err();
 }
 
+/// With the chart's `csiDriver.seLinuxMount: true`, kubelet passes the pod's SELinux context
+/// as a mount flag to NodeStage and NodePublish: stage mounts with it, publish accepts it.
+#[tokio::test]
+async fn selinux_context_flags_stage_and_publish() {
+    let fake = FakeHost::new();
+    fake.attach("v1", 1 << 30, Content::Blank);
+    let c = core(&fake);
+    let ctx = "context=\"system_u:object_r:container_file_t:s0:c0,c1\"";
+    c.stage(stage_req("v1", with_flags(&[ctx])), soon())
+        .await
+        .unwrap();
+    let mount = fake
+        .calls()
+        .into_iter()
+        .find(|c| c.starts_with("mount /dev/fake0"))
+        .unwrap();
+    assert!(mount.ends_with(&format!("[{ctx}]")), "{mount}");
+    c.publish(publish_req("v1", with_flags(&[ctx]), false))
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn unknown_and_forbidden_flags_are_refused_at_stage_and_publish() {
     let fake = FakeHost::new();

@@ -5,14 +5,16 @@ use nix::mount::MsFlags;
 
 use crate::host::MountSpec;
 
+use crate::host::options::split_options;
 pub use crate::host::options::userspace_only;
 
-/// Split capability mount options into MS_* flags and filesystem data.
+/// Split capability mount options into MS_* flags and filesystem data. Commas inside double
+/// quotes do not split: kubelet's SELinux `context="system_u:object_r:container_file_t:s0:c0,c1"`
+/// (CSIDriver `seLinuxMount`) is one option.
 pub fn parse_options(options: &[String]) -> (MsFlags, Vec<&str>) {
     let mut flags = MsFlags::empty();
     let mut data = Vec::new();
-    for opt in options.iter().flat_map(|o| o.split(',')) {
-        let opt = opt.trim();
+    for opt in options.iter().flat_map(|o| split_options(o)) {
         if userspace_only(opt) {
             continue;
         }
@@ -105,6 +107,22 @@ mod tests {
         let (flags, data) = parse_options(&opts);
         assert_eq!(flags, MsFlags::empty());
         assert_eq!(data, ["discard"]);
+    }
+
+    /// CSIDriver `seLinuxMount: true`: kubelet adds `context="…:c0,c1"` to the mount flags of
+    /// NodeStage; it reaches mount(2)'s data whole, beside the flags around it.
+    #[test]
+    fn selinux_context_reaches_the_kernel_whole() {
+        let ctx = "context=\"system_u:object_r:container_file_t:s0:c0,c1\"";
+        let s = spec(FsKind::Ext4, &[&format!("noatime,{ctx},discard")], false);
+        let (flags, data) = mount_args(&s);
+        assert_eq!(flags, MsFlags::MS_NOATIME);
+        assert_eq!(data, [ctx, "discard"]);
+        let s = spec(FsKind::Xfs, &[ctx], true);
+        let (flags, data) = mount_args(&s);
+        assert!(flags.contains(MsFlags::MS_RDONLY));
+        assert_eq!(data[0], ctx);
+        assert!(!data.contains(&"c1\""), "{data:?}");
     }
 
     #[test]

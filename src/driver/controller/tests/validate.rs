@@ -72,7 +72,8 @@ async fn names_cinder_cannot_store_are_invalid_argument() {
         "b".repeat(10 * 1024),
         "nul\0inside".to_string(),
         "esc\u{1b}[31m".to_string(),
-        "new\nline".to_string(),
+        "vt\u{b}".to_string(),
+        "c1\u{85}".to_string(),
     ];
     for name in &bad {
         assert_matches!(
@@ -95,6 +96,12 @@ async fn names_cinder_cannot_store_are_invalid_argument() {
         .await
         .unwrap();
     e.snapshot(&"d".repeat(255), &v.id, &[]).await.unwrap();
+    // CSI allows TAB, LF and CR in names.
+    e.ctl
+        .create_volume(create_req("new\nline\tand\rcr", GIB))
+        .await
+        .unwrap();
+    e.snapshot("snap\nshot", &v.id, &[]).await.unwrap();
 }
 
 /// 4 EiB: more than Cinder's size column holds. CSI: "Unsupported capacity_range" is
