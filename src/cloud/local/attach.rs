@@ -33,6 +33,14 @@ impl Servers for LocalCloud {
         multiattach: bool,
     ) -> CloudResult<ServerAttachment> {
         let (s, v) = (server_id.to_string(), volume_id.to_string());
+        let id = v.clone();
+        if let Some(delay) = self
+            .blocking(move |inner| Ok(inner.attach_delay(&id)))
+            .await?
+        {
+            tracing::info!(volume = %v, seconds = delay.as_secs_f64(), "attach delayed (attach-delay)");
+            tokio::time::sleep(delay).await;
+        }
         self.blocking(move |inner| inner.attach_volume(&s, &v, multiattach))
             .await
     }
@@ -58,7 +66,37 @@ fn server(id: &str) -> Server {
     }
 }
 
+/// The file that slows attaches down on purpose (the cluster stage's slow-attach alert test,
+/// as the test cloud's fake Cinder driver does): while `DIR/attach-delay` exists, each of its
+/// lines `PREFIX SECONDS` makes the attach of a volume whose name or PVC name (metadata
+/// `csi.storage.k8s.io/pvc/name`) starts with PREFIX wait SECONDS before it binds the device.
+const ATTACH_DELAY_FILE: &str = "attach-delay";
+
+/// The delay `text` (an attach-delay file) asks of a volume with these names.
+fn delay_for(text: &str, names: &[&str]) -> Option<std::time::Duration> {
+    text.lines().find_map(|line| {
+        let mut parts = line.split_whitespace();
+        let (prefix, secs) = (parts.next()?, parts.next()?);
+        if parts.next().is_some() || !names.iter().any(|n| !n.is_empty() && n.starts_with(prefix)) {
+            return None;
+        }
+        std::time::Duration::try_from_secs_f64(secs.parse().ok()?).ok()
+    })
+}
+
 impl Inner {
+    /// What `DIR/attach-delay` asks of an attach of this volume (see [`ATTACH_DELAY_FILE`]).
+    pub(super) fn attach_delay(&self, volume_id: &str) -> Option<std::time::Duration> {
+        let text = std::fs::read_to_string(self.layout.root().join(ATTACH_DELAY_FILE)).ok()?;
+        let state = self.read();
+        let rec = state.volumes.get(volume_id)?;
+        let pvc = rec
+            .metadata
+            .get("csi.storage.k8s.io/pvc/name")
+            .map_or("", String::as_str);
+        delay_for(&text, &[rec.name.as_str(), pvc])
+    }
+
     /// A node id given at startup, or registered under `DIR/nodes` by a node process.
     pub(super) fn get_server(&self, id: &str) -> CloudResult<Server> {
         let known = self.nodes.contains(id)
@@ -283,4 +321,33 @@ fn check_attachable(rec: &VolumeRecord, server_id: &str, multiattach: bool) -> C
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::delay_for;
+    use std::time::Duration;
+
+    #[test]
+    fn attach_delay_lines_match_name_or_pvc_prefix() {
+        let text = "slow-attach 140\nother 2.5\nbroken\nx y z\nneg -1\n";
+        assert_eq!(
+            delay_for(text, &["pvc-1", "slow-attach"]),
+            Some(Duration::from_secs(140))
+        );
+        assert_eq!(
+            delay_for(text, &["slow-attach-2", ""]),
+            Some(Duration::from_secs(140))
+        );
+        assert_eq!(
+            delay_for(text, &["other-vol", ""]),
+            Some(Duration::from_millis(2500))
+        );
+        assert_eq!(delay_for(text, &["pvc-1", "normal"]), None);
+        // An empty name matches no prefix; malformed lines and negative delays are ignored.
+        assert_eq!(delay_for(text, &["", ""]), None);
+        assert_eq!(delay_for(text, &["neg", ""]), None);
+        assert_eq!(delay_for(text, &["x", ""]), None);
+        assert_eq!(delay_for("", &["slow-attach"]), None);
+    }
 }
