@@ -142,4 +142,26 @@ mod tests {
             "..%2Fx%3Fcascade%3Dtrue%23f%25%2F"
         );
     }
+
+    /// A request without query pairs goes out without a `?` (the fake logs the query when the
+    /// URL has one, even an empty one).
+    #[tokio::test]
+    async fn no_empty_query_string() {
+        use std::sync::Arc;
+
+        use crate::cloud::openstack::testserver::Fake;
+        use crate::cloud::openstack::{ApiMetrics, OpenStack};
+        use crate::cloud::Volumes;
+
+        let fake = Fake::start().await;
+        let os = OpenStack::new("", &fake.options(), Arc::new(ApiMetrics::new()))
+            .await
+            .unwrap();
+        let id = "cb49b381-9012-40cb-b8ee-80c19a4801b5";
+        fake.add_volume(id, "available", vec![]);
+        os.get_volume(id).await.unwrap();
+        let log = fake.with(|s| s.log.clone());
+        assert!(!log.is_empty());
+        assert!(log.iter().all(|l| !l.contains('?')), "{log:?}");
+    }
 }
