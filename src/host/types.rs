@@ -80,6 +80,10 @@ pub struct FormatOptions {
     /// The device holds only a format of ours that was interrupted (see the node core's
     /// mkfs marker): mkfs may write over its partial signature (`-f`).
     pub overwrite_interrupted: bool,
+    /// StorageClass `mkfsOptions`, split and checked ([`crate::host::fs::mkfs_args`]):
+    /// passed after the driver's own arguments (so they win where mkfs takes the last one)
+    /// and before the device.
+    pub extra: Vec<String>,
 }
 
 /// How to mount a filesystem.

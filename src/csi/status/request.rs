@@ -225,6 +225,7 @@ impl Display for Invalid {
                 "volume_context {key}={value} is invalid for {fs}: use a power of two from {lo} \
                  to {hi}"
             ),
+            Self::MkfsOptions { class, why } => write!(f, "{class} {why}"),
             Self::FormatOptionNotFor {
                 key,
                 fs,

@@ -68,6 +68,7 @@ impl Controller {
     pub async fn create_volume(&self, req: CreateVolume) -> Result<VolumeInfo> {
         validate::name(Resource::Volume, &req.name)?;
         validate::fs_types(&req.capabilities)?;
+        validate::mkfs_options(&req.params, &req.capabilities)?;
         validate::size_gib(round_up_gib(req.capacity.required_bytes))?;
         let cloud = self.cloud(&req.cloud)?;
         let deadline = wait_deadline(req.deadline);

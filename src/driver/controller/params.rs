@@ -76,17 +76,20 @@ pub struct VolumeParams {
     /// PVC/PV names injected by the provisioner (`--extra-create-metadata`), as metadata.
     pub k8s_metadata: BTreeMap<String, String>,
     /// Filesystem format options (`blockSize`, `inodeSize`, `bytesPerInode`,
-    /// `numberOfInodes`), handed to the node through the volume context; the node checks them
-    /// against the filesystem it formats.
+    /// `numberOfInodes`, `mkfsOptions`), handed to the node through the volume context; the
+    /// node checks them against the filesystem it formats.
     pub format: BTreeMap<String, String>,
 }
+
+/// StorageClass key (and volume context key, as upstream's PR #3084) of extra mkfs arguments.
+pub const MKFS_OPTIONS_KEY: &str = "mkfsOptions";
 
 /// StorageClass keys passed to the node's mkfs through the volume context.
 pub const FORMAT_KEYS: [&str; 4] = ["blockSize", "inodeSize", "bytesPerInode", "numberOfInodes"];
 
 impl VolumeParams {
     pub const ACCEPTED: &'static str =
-        "type, availability, blockSize, inodeSize, bytesPerInode, numberOfInodes";
+        "type, availability, blockSize, inodeSize, bytesPerInode, numberOfInodes, mkfsOptions";
 
     /// `type` and `availability` are matched case-insensitively, as the in-tree
     /// `kubernetes.io/cinder` provisioner did: in-tree migration passes every StorageClass
@@ -124,6 +127,18 @@ impl VolumeParams {
                         .is_some()
                     {
                         return Err(Invalid::FormatOptionTwice { key: canonical }.into());
+                    }
+                }
+                "mkfsoptions" => {
+                    let mut slot = None;
+                    set_once(&mut slot, key, value)?;
+                    if let Some(v) = slot {
+                        if out.format.insert(MKFS_OPTIONS_KEY.to_string(), v).is_some() {
+                            return Err(Invalid::ParameterTwice {
+                                key: key.to_string(),
+                            }
+                            .into());
+                        }
                     }
                 }
                 "fstype" => {
@@ -372,6 +387,22 @@ mod tests {
         let e = VolumeParams::parse(&map(&[("fsType", "xfs")])).unwrap_err();
         assert!(e.to_string().contains("csi.storage.k8s.io/fstype"), "{e}");
         let e = VolumeParams::parse(&map(&[("type", "a"), ("Type", "b")])).unwrap_err();
+        assert!(e.to_string().contains("twice"), "{e}");
+    }
+
+    #[test]
+    fn mkfs_options_travel_as_given() {
+        let p = VolumeParams::parse(&map(&[("mkfsOptions", " -E nodiscard,-i 65536 ")])).unwrap();
+        assert_eq!(
+            p.format.get(MKFS_OPTIONS_KEY).map(String::as_str),
+            Some("-E nodiscard,-i 65536")
+        );
+        assert!(VolumeParams::parse(&map(&[("mkfsOptions", "")]))
+            .unwrap()
+            .format
+            .is_empty());
+        let e =
+            VolumeParams::parse(&map(&[("mkfsOptions", "-q"), ("mkfsoptions", "-q")])).unwrap_err();
         assert!(e.to_string().contains("twice"), "{e}");
     }
 

@@ -5,9 +5,12 @@
 
 use std::collections::BTreeSet;
 
+use super::params::{VolumeParams, MKFS_OPTIONS_KEY};
 use crate::cloud::Resource;
+use crate::driver::node::params::DEFAULT_FS;
 use crate::driver::types::{AccessType, VolumeCapability};
-use crate::driver::{Invalid, Range, Result, Unsupported};
+use crate::driver::{Invalid, ParamClass, Range, Result, Unsupported};
+use crate::host::fs::mkfs_args;
 use crate::host::FsKind;
 
 /// Cinder's `name` columns (volumes, snapshots, backups) are `String(255)`.
@@ -69,6 +72,30 @@ pub fn fs_types(caps: &[VolumeCapability]) -> Result<()> {
         Some(why) => Err(Invalid::Capability(why).into()),
         None => Ok(()),
     }
+}
+
+/// StorageClass `mkfsOptions`, split as upstream splits them and checked against the mkfs of
+/// each filesystem the capabilities ask for (the node's default when they name none), so a
+/// bad one is InvalidArgument before anything is created. Block capabilities format nothing.
+pub fn mkfs_options(params: &VolumeParams, caps: &[VolumeCapability]) -> Result<()> {
+    let Some(raw) = params.format.get(MKFS_OPTIONS_KEY) else {
+        return Ok(());
+    };
+    let args = mkfs_args::split(raw);
+    for cap in caps {
+        let AccessType::Mount { fs_type, .. } = &cap.access_type else {
+            continue;
+        };
+        let fs = match fs_type.as_deref().map(|f| f.trim().to_ascii_lowercase()) {
+            Some(f) if !f.is_empty() => FsKind::parse(&f).unwrap_or(DEFAULT_FS),
+            _ => DEFAULT_FS,
+        };
+        mkfs_args::check(fs, &args).map_err(|why| Invalid::MkfsOptions {
+            class: ParamClass::StorageClass,
+            why,
+        })?;
+    }
+    Ok(())
 }
 
 /// A size Cinder can hold (CSI: an unsupported capacity is OUT_OF_RANGE).

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use crate::cloud::Resource;
 use crate::driver::types::{AccessMode, CapacityRange};
+use crate::host::fs::mkfs_args::MkfsArgError;
 use crate::host::FsKind;
 
 /// Where a parameter comes from.
@@ -167,6 +168,11 @@ pub enum Invalid {
         key: &'static str,
         fs: FsKind,
         applies_to: Vec<FsKind>,
+    },
+    /// `mkfsOptions` holds an argument the filesystem's mkfs must not get.
+    MkfsOptions {
+        class: ParamClass,
+        why: MkfsArgError,
     },
     FormatOptionRange {
         key: &'static str,

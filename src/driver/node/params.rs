@@ -7,7 +7,7 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::driver::types::{AccessMode, AccessType, VolumeCapability};
 use crate::driver::{Error, Invalid, NotAtPath, ParamClass, Result};
-use crate::host::fs::FormatLimits;
+use crate::host::fs::{mkfs_args, FormatLimits};
 use crate::host::options::{self, OptionKind};
 use crate::host::{FormatOptions, FsKind};
 
@@ -18,6 +18,9 @@ pub const BLOCK_SIZE: &str = "blockSize";
 pub const INODE_SIZE: &str = "inodeSize";
 pub const BYTES_PER_INODE: &str = "bytesPerInode";
 pub const NUMBER_OF_INODES: &str = "numberOfInodes";
+/// StorageClass `mkfsOptions` (upstream PR #3084), in the volume context under the same key
+/// as upstream's, so volumes upstream provisioned stage here too.
+pub const MKFS_OPTIONS: &str = "mkfsOptions";
 
 pub const DEFAULT_FS: FsKind = FsKind::Ext4;
 
@@ -238,11 +241,18 @@ pub fn stage_context(ctx: &HashMap<String, String>, fs: Option<FsKind>) -> Resul
             k if k.eq_ignore_ascii_case(NUMBER_OF_INODES) => {
                 out.format.number_of_inodes = Some(number(key, v)?);
             }
+            k if k.eq_ignore_ascii_case(MKFS_OPTIONS) => {
+                out.format.extra = mkfs_args::split(v);
+            }
             _ => tracing::debug!(key = %key, "volume_context key not used by the node"),
         }
     }
     if let Some(fs) = fs {
         check_format(&out.format, fs)?;
+        mkfs_args::check(fs, &out.format.extra).map_err(|why| Invalid::MkfsOptions {
+            class: ParamClass::VolumeContext,
+            why,
+        })?;
     }
     Ok(out)
 }

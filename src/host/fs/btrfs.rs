@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use super::bytes::{at, le64};
+use super::mkfs_args::{flag, MkfsFlag, Takes};
 use super::ops::{FilesystemOps, FormatLimits, Signature, Tool};
 use crate::host::FormatOptions;
 
@@ -43,8 +44,31 @@ impl FilesystemOps for Btrfs {
         if let Some(b) = o.block_size {
             a.extend(["-s".into(), b.to_string()]);
         }
+        a.extend(o.extra.iter().cloned());
         a.push(device.display().to_string());
         Tool::new("mkfs.btrfs", a)
+    }
+
+    fn mkfs_flags(&self) -> &'static [MkfsFlag] {
+        // mkfs.btrfs(8).
+        const FLAGS: &[MkfsFlag] = &[
+            flag('b', Takes::Value),
+            flag('d', Takes::Value),
+            flag('m', Takes::Value),
+            flag('M', Takes::Nothing),
+            flag('n', Takes::Value),
+            flag('s', Takes::Value),
+            flag('L', Takes::Value),
+            flag('O', Takes::Value),
+            flag('R', Takes::Value),
+            flag('U', Takes::Value),
+            flag('K', Takes::Nothing),
+            flag('q', Takes::Nothing),
+            flag('f', Takes::Refused("the driver formats blank disks only, and -f would override mkfs.btrfs's own check for a filesystem")),
+            flag('r', Takes::Refused("it copies a directory of the node into the volume")),
+            flag('V', Takes::Refused("it makes no filesystem")),
+        ];
+        FLAGS
     }
 
     fn format_limits(&self) -> FormatLimits {

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use super::bytes::{at, le32};
+use super::mkfs_args::{flag, MkfsFlag, Takes};
 use super::ops::{FilesystemOps, FormatLimits, Signature, Tool};
 use crate::host::{FormatOptions, HostError};
 
@@ -105,14 +106,15 @@ impl FilesystemOps for Ext {
         // ~20 ms at 100 GiB even without zero-out offload (perf-limits.md §4). nodiscard:
         // a blank volume has nothing to discard, and discarding all of it costs time in
         // proportion to its size on many backends (lazy init does not rely on it).
-        let mut a: Vec<String> = [
-            "-q",
-            "-m0",
-            "-E",
-            "lazy_itable_init=1,lazy_journal_init=1,nodiscard",
-        ]
-        .map(String::from)
-        .into();
+        // mke2fs keeps only the last -E: mkfsOptions' -E values join the driver's one (later
+        // suboptions win, so `-E discard` undoes nodiscard) instead of replacing it.
+        let (extended, extra) = split_extended(&o.extra, self.mkfs_flags());
+        let mut e = String::from("lazy_itable_init=1,lazy_journal_init=1,nodiscard");
+        for v in extended {
+            e.push(',');
+            e.push_str(&v);
+        }
+        let mut a: Vec<String> = ["-q".to_string(), "-m0".to_string(), "-E".to_string(), e].into();
         if let Some(b) = o.block_size {
             a.extend(["-b".into(), b.to_string()]);
         }
@@ -125,8 +127,47 @@ impl FilesystemOps for Ext {
         if let Some(n) = o.number_of_inodes {
             a.extend(["-N".into(), n.to_string()]);
         }
+        a.extend(extra);
         a.push(device.display().to_string());
         Tool::new(self.tools[0], a)
+    }
+
+    fn mkfs_flags(&self) -> &'static [MkfsFlag] {
+        // mke2fs(8).
+        const FLAGS: &[MkfsFlag] = &[
+            flag('b', Takes::Value),
+            flag('C', Takes::Value),
+            flag('D', Takes::Nothing),
+            flag('e', Takes::Value),
+            flag('E', Takes::Suboptions { refused: &[] }),
+            flag('g', Takes::Value),
+            flag('G', Takes::Value),
+            flag('i', Takes::Value),
+            flag('I', Takes::Value),
+            flag('j', Takes::Nothing),
+            flag('J', Takes::Suboptions { refused: &["device"] }),
+            flag('L', Takes::Value),
+            flag('m', Takes::Value),
+            flag('M', Takes::Value),
+            flag('N', Takes::Value),
+            flag('o', Takes::Value),
+            flag('O', Takes::Value),
+            flag('q', Takes::Nothing),
+            flag('r', Takes::Value),
+            flag('T', Takes::Value),
+            flag('U', Takes::Value),
+            flag('v', Takes::Nothing),
+            flag('c', Takes::Refused("a bad-block scan reads (or writes) the whole disk")),
+            flag('d', Takes::Refused("it copies a directory of the node into the volume")),
+            flag('F', Takes::Refused("the driver formats blank disks only, and -F would override mke2fs's own checks")),
+            flag('l', Takes::Refused("it reads a file of the node")),
+            flag('n', Takes::Refused("it makes no filesystem")),
+            flag('S', Takes::Refused("it rewrites superblocks over an existing filesystem")),
+            flag('t', Takes::Refused("the filesystem type is the StorageClass's csi.storage.k8s.io/fstype")),
+            flag('V', Takes::Refused("it makes no filesystem")),
+            flag('z', Takes::Refused("it writes an undo file on the node")),
+        ];
+        FLAGS
     }
 
     fn format_limits(&self) -> FormatLimits {
@@ -267,6 +308,31 @@ const OPTIONS: &[&str] = &[
     "usrquota",
 ];
 
+/// `-E` values of checked mkfs arguments (attached or following), and the other arguments in
+/// order. `flags` says which options take a value, so a value that looks like `-E` is kept.
+fn split_extended(args: &[String], flags: &[MkfsFlag]) -> (Vec<String>, Vec<String>) {
+    let takes_value = |letter: char| {
+        flags.iter().any(|f| {
+            f.letter == letter && matches!(f.takes, Takes::Value | Takes::Suboptions { .. })
+        })
+    };
+    let (mut extended, mut rest) = (Vec::new(), Vec::new());
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let letter = arg.strip_prefix('-').and_then(|r| r.chars().next());
+        match letter {
+            Some('E') if arg.len() > 2 => extended.push(arg[2..].to_string()),
+            Some('E') => extended.extend(it.next().cloned()),
+            Some(l) if arg.len() == 2 && takes_value(l) => {
+                rest.push(arg.clone());
+                rest.extend(it.next().cloned());
+            }
+            _ => rest.push(arg.clone()),
+        }
+    }
+    (extended, rest)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -316,13 +382,61 @@ mod tests {
             bytes_per_inode: Some(16384),
             number_of_inodes: Some(1000),
             overwrite_interrupted: true,
+            extra: vec!["-O".into(), "^metadata_csum".into()],
         };
         let t = EXT2.mkfs(dev, &o);
         assert_eq!(t.program, "mkfs.ext2");
-        // Never -F, also over an interrupted format of ours.
+        // Never -F, also over an interrupted format of ours; mkfsOptions last, before the
+        // device.
         assert_eq!(
             t.args[4..],
-            ["-b", "4096", "-I", "256", "-i", "16384", "-N", "1000", "/dev/vdb"]
+            [
+                "-b",
+                "4096",
+                "-I",
+                "256",
+                "-i",
+                "16384",
+                "-N",
+                "1000",
+                "-O",
+                "^metadata_csum",
+                "/dev/vdb"
+            ]
+        );
+    }
+
+    #[test]
+    fn mkfs_options_extended_values_join_the_drivers() {
+        let o = FormatOptions {
+            extra: [
+                "-E",
+                "discard",
+                "-L",
+                "-E",
+                "-Estride=8",
+                "-O",
+                "^has_journal",
+            ]
+            .map(String::from)
+            .into(),
+            ..Default::default()
+        };
+        let t = EXT4.mkfs(Path::new("/dev/vdb"), &o);
+        assert_eq!(
+            t.args,
+            [
+                "-q",
+                "-m0",
+                "-E",
+                "lazy_itable_init=1,lazy_journal_init=1,nodiscard,discard,stride=8",
+                "-L",
+                "-E",
+                "-O",
+                "^has_journal",
+                "/dev/vdb"
+            ],
+            "one -E; a label that reads -E stays a label"
         );
     }
 

@@ -6,6 +6,7 @@
 //! variant, its place in [`FsKind::ALL`] and its arm in [`FsKind::ops`].
 
 pub mod bytes;
+pub mod mkfs_args;
 mod ops;
 
 mod btrfs;

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use super::mkfs_args::MkfsFlag;
 use crate::host::{FormatOptions, HostError};
 
 pub trait FilesystemOps: Sync {
@@ -25,6 +26,10 @@ pub trait FilesystemOps: Sync {
 
     /// Which mkfs options it takes, within which bounds (checked by the node core).
     fn format_limits(&self) -> FormatLimits;
+
+    /// Its mkfs's single-letter options, for StorageClass `mkfsOptions` (see
+    /// [`super::mkfs_args`]): what each takes, and which are refused.
+    fn mkfs_flags(&self) -> &'static [MkfsFlag];
 
     /// A read-only check of the unmounted filesystem: exit 0 means whole and consistent.
     fn check(&self, device: &Path) -> Tool;

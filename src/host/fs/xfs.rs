@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use super::bytes::{at, be32, be64};
+use super::mkfs_args::{flag, MkfsFlag, Takes};
 use super::ops::{FilesystemOps, FormatLimits, Signature, Tool};
 use crate::host::FormatOptions;
 
@@ -44,8 +45,33 @@ impl FilesystemOps for Xfs {
         if let Some(i) = o.inode_size {
             a.extend(["-i".into(), format!("size={i}")]);
         }
+        a.extend(o.extra.iter().cloned());
         a.push(device.display().to_string());
         Tool::new("mkfs.xfs", a)
+    }
+
+    fn mkfs_flags(&self) -> &'static [MkfsFlag] {
+        // mkfs.xfs(8). Suboptions that name a device or file are refused.
+        const FILES: &[&str] = &["name", "file", "logdev", "rtdev"];
+        const FLAGS: &[MkfsFlag] = &[
+            flag('b', Takes::Suboptions { refused: FILES }),
+            flag('d', Takes::Suboptions { refused: FILES }),
+            flag('i', Takes::Suboptions { refused: FILES }),
+            flag('l', Takes::Suboptions { refused: FILES }),
+            flag('m', Takes::Suboptions { refused: FILES }),
+            flag('n', Takes::Suboptions { refused: FILES }),
+            flag('r', Takes::Suboptions { refused: FILES }),
+            flag('s', Takes::Suboptions { refused: FILES }),
+            flag('L', Takes::Value),
+            flag('K', Takes::Nothing),
+            flag('q', Takes::Nothing),
+            flag('c', Takes::Refused("it reads a configuration file of the node")),
+            flag('f', Takes::Refused("the driver formats blank disks only, and -f would override mkfs.xfs's own check for a filesystem")),
+            flag('N', Takes::Refused("it makes no filesystem")),
+            flag('p', Takes::Refused("it reads a prototype file of the node")),
+            flag('V', Takes::Refused("it makes no filesystem")),
+        ];
+        FLAGS
     }
 
     fn format_limits(&self) -> FormatLimits {

@@ -84,7 +84,10 @@ fn run_tool(t: &Tool) -> HostResult<()> {
 }
 
 pub fn format(device: &Path, fs: FsKind, o: &FormatOptions) -> HostResult<()> {
-    run_tool(&fs.ops().mkfs(device, o))
+    let t = fs.ops().mkfs(device, o);
+    // The argv, once per format (rare): what a StorageClass's options made of it.
+    tracing::info!(device = %device.display(), program = t.program, args = ?t.args, "formatting a blank disk");
+    run_tool(&t)
 }
 
 /// A read-only check of the unmounted filesystem on `device`: exit 0 means whole and
