@@ -111,6 +111,16 @@ impl Display for Invalid {
                 plural(keys.len()),
                 quoted(keys)
             ),
+            Self::AppendVolumeMetadata {
+                key: Some(key),
+                problem,
+            } => write!(
+                f,
+                "StorageClass appendVolumeMetadata: key {key:?} {problem}"
+            ),
+            Self::AppendVolumeMetadata { key: None, problem } => {
+                write!(f, "StorageClass appendVolumeMetadata {problem}")
+            }
             Self::ParameterTwice { key } => write!(
                 f,
                 "parameter {key:?} is given twice (keys are case-insensitive); keep one"

@@ -141,7 +141,10 @@ impl Controller {
         };
         let size_gib = size_for(req.capacity, source_gib)?;
         let availability_zone = self.pick_zone(cloud, req).await?;
-        let mut metadata: BTreeMap<String, String> = req.params.k8s_metadata.clone();
+        // appendVolumeMetadata first: the driver's and sidecars' keys are refused there, so
+        // nothing below overwrites a pair it set.
+        let mut metadata: BTreeMap<String, String> = req.params.append_metadata.clone();
+        metadata.extend(req.params.k8s_metadata.clone());
         metadata.insert(CLUSTER_KEY.to_string(), self.opts.cluster.clone());
         if let Some(src) = &source {
             metadata.insert(CONTENT_SOURCE_KEY.to_string(), source_tag(src));

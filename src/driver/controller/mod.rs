@@ -7,6 +7,7 @@
 //! seen, the sidecar retries, and the retry picks the operation up where it stands (by name
 //! for creates, by state for everything else). Error states end a wait at once.
 
+mod append_metadata;
 mod capabilities;
 mod capacity;
 mod create;

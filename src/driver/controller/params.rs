@@ -75,6 +75,8 @@ pub struct VolumeParams {
     pub availability: Option<String>,
     /// PVC/PV names injected by the provisioner (`--extra-create-metadata`), as metadata.
     pub k8s_metadata: BTreeMap<String, String>,
+    /// `appendVolumeMetadata`: pairs added to the volume's metadata.
+    pub append_metadata: BTreeMap<String, String>,
     /// Filesystem format options (`blockSize`, `inodeSize`, `bytesPerInode`,
     /// `numberOfInodes`, `mkfsOptions`), handed to the node through the volume context; the
     /// node checks them against the filesystem it formats.
@@ -89,7 +91,8 @@ pub const FORMAT_KEYS: [&str; 4] = ["blockSize", "inodeSize", "bytesPerInode", "
 
 impl VolumeParams {
     pub const ACCEPTED: &'static str =
-        "type, availability, blockSize, inodeSize, bytesPerInode, numberOfInodes, mkfsOptions";
+        "type, availability, blockSize, inodeSize, bytesPerInode, numberOfInodes, mkfsOptions, \
+         appendVolumeMetadata";
 
     /// `type` and `availability` are matched case-insensitively, as the in-tree
     /// `kubernetes.io/cinder` provisioner did: in-tree migration passes every StorageClass
@@ -128,6 +131,18 @@ impl VolumeParams {
                     {
                         return Err(Invalid::FormatOptionTwice { key: canonical }.into());
                     }
+                }
+                "appendvolumemetadata" => {
+                    let mut slot = None;
+                    set_once(&mut slot, key, value)?;
+                    if !out.append_metadata.is_empty() {
+                        return Err(Invalid::ParameterTwice {
+                            key: key.to_string(),
+                        }
+                        .into());
+                    }
+                    out.append_metadata =
+                        super::append_metadata::parse(slot.as_deref().unwrap_or_default())?;
                 }
                 "mkfsoptions" => {
                     let mut slot = None;

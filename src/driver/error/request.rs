@@ -83,6 +83,12 @@ pub enum Invalid {
         keys: Vec<String>,
         accepted: &'static str,
     },
+    /// StorageClass `appendVolumeMetadata` is not a JSON object of string pairs Cinder takes;
+    /// `key` the pair at fault, if one is.
+    AppendVolumeMetadata {
+        key: Option<String>,
+        problem: String,
+    },
     /// Two spellings (keys are case-insensitive) of one parameter.
     ParameterTwice {
         key: String,

@@ -640,3 +640,41 @@ async fn format_options_reach_the_node_through_the_volume_context() {
         Some("8192")
     );
 }
+
+/// StorageClass `appendVolumeMetadata` (upstream PR #3162): its pairs reach Cinder's metadata
+/// beside the driver's own; a bad value creates nothing.
+#[tokio::test(start_paused = true)]
+async fn append_volume_metadata_reaches_cinder() {
+    let e = env();
+    let mut req = create_req("meta", GIB);
+    req.params = VolumeParams::parse(&params(&[
+        (
+            "appendVolumeMetadata",
+            r#"{"billing": "team-a", "qos": "gold"}"#,
+        ),
+        ("csi.storage.k8s.io/pvc/name", "data"),
+    ]))
+    .unwrap();
+    let v = e.ctl.create_volume(req).await.unwrap();
+    let md = e.fake.volume(&v.id).unwrap().metadata;
+    assert_eq!(md.get("billing").map(String::as_str), Some("team-a"));
+    assert_eq!(md.get("qos").map(String::as_str), Some("gold"));
+    assert_eq!(
+        md.get("cinder.csi.openstack.org/cluster")
+            .map(String::as_str),
+        Some("k8s-1")
+    );
+    assert_eq!(
+        md.get("csi.storage.k8s.io/pvc/name").map(String::as_str),
+        Some("data")
+    );
+    for bad in [
+        r#"{"billing": 1}"#,
+        r#"{"cinder.csi.openstack.org/cluster": "other"}"#,
+        "not json",
+    ] {
+        let err = VolumeParams::parse(&params(&[("appendVolumeMetadata", bad)])).unwrap_err();
+        assert!(matches!(err, Error::Invalid(_)), "{bad}: {err}");
+        assert!(err.to_string().contains("appendVolumeMetadata"), "{err}");
+    }
+}
