@@ -222,10 +222,9 @@ images_build() {
     local peers=$repo/tests/peers/build n bin ctx root tag v
     for n in "${!SIDECAR_KEY[@]}"; do
         tag=$(chart_image "${SIDECAR_KEY[$n]}")
-        # The image must hold the version its tag names: the chart and the peer move together
-        # (our stand-ins, keyed by their content, have no release version to compare).
+        # The image must hold the version its tag names: the chart and the peer move together.
         v=$("$peers" --version "$n")
-        [[ $v == local-* || ${tag##*:} == "$v" ]] ||
+        [[ ${tag##*:} == "$v" ]] ||
             die "charts/cinder-csi/values.yaml pins $tag but tests/peers builds $n $v"
         bin=$("$peers" "$n")
         scratch_image "$tag" "$bin" "/$n"
