@@ -34,6 +34,12 @@ pub struct UpstreamCompat {
     pub min_resync_period: Option<String>,
     #[arg(long = "user-agent", hide = true)]
     pub user_agent: Vec<String>,
+    /// klog's per-file verbosity (component-base adds it to every upstream binary).
+    #[arg(long = "vmodule", hide = true)]
+    pub vmodule: Option<String>,
+    /// klog's flush interval (component-base adds it to every upstream binary).
+    #[arg(long = "log-flush-frequency", hide = true)]
+    pub log_flush_frequency: Option<String>,
 }
 
 /// What `--pvc-annotations` would have done upstream and does not do here.
@@ -74,6 +80,8 @@ impl UpstreamCompat {
             ("--kube-api-burst", self.kube_api_burst.is_some()),
             ("--min-resync-period", self.min_resync_period.is_some()),
             ("--user-agent", !self.user_agent.is_empty()),
+            ("--vmodule", self.vmodule.is_some()),
+            ("--log-flush-frequency", self.log_flush_frequency.is_some()),
         ];
         for (name, set) in given {
             if set {

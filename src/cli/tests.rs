@@ -63,6 +63,8 @@ fn upstream_manifest_flags_are_accepted() {
         "--nodeid=x",
         "--node-service-no-os-client=true",
         "--user-agent=a",
+        "--vmodule=x=4",
+        "--log-flush-frequency=5s",
     ]);
     assert_eq!(a.effective_log_level(), "debug");
     assert_eq!(
@@ -71,7 +73,9 @@ fn upstream_manifest_flags_are_accepted() {
             "--nodeid",
             "--node-service-no-os-client",
             "--pvc-annotations",
-            "--user-agent"
+            "--user-agent",
+            "--vmodule",
+            "--log-flush-frequency"
         ]
     );
     let a = parse(&["--v=5", "--log-level=warn"]);

@@ -65,6 +65,7 @@ if [[ -f tests/openstack/ENABLED ]]; then
         cargo test "${args[@]}" -- --test-threads=1 --nocapture
     phase "conformance runner, OpenStack backend" tests/openstack/sanity.sh "$OSTACK_STATE/env.sh"
     phase "stock csi-sanity, OpenStack backend" tests/openstack/stock-sanity.sh "$OSTACK_STATE/env.sh"
+    phase "stock csi-sanity, node with --node-id" tests/openstack/stock-sanity-node-id.sh "$OSTACK_STATE/env.sh"
 else
     echo "skipped: cargo tests against the cloud (${tests[*]}): tests/openstack/ENABLED is" \
         "not there yet (created once the OpenStack adapter lands)"
