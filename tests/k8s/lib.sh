@@ -70,13 +70,15 @@ print(best[1] + d[len(best[0]):])
 '
 }
 
-# The node's mounts: the host's, and those of the node namespace tests/k8s/cluster runs
-# containerd and the kubelet in (lib/nodens.sh). The kubelet dir's mounts show in both; a
-# mount the namespace made anywhere else shows only there.
+# The nodes' mounts: the host's, and those of each node namespace tests/k8s/cluster runs
+# containerd and the kubelet in (lib/nodens.sh; one per worker node of a multi-node cluster).
+# The kubelet dir's mounts show in both; a mount a namespace made anywhere else shows only there.
 node_mountinfo() {
     cat /proc/self/mountinfo
-    local f=${K8S_STATE:-${CINDER_CSI_K8S_STATE:-/var/tmp/cinder-csi-k8s}}/pids/nodens.pid
-    if [[ -f $f ]]; then cat "/proc/$(<"$f")/mountinfo" 2>/dev/null || true; fi
+    local f
+    for f in "${K8S_STATE:-${CINDER_CSI_K8S_STATE:-/var/tmp/cinder-csi-k8s}}"/pids/nodens*.pid; do
+        if [[ -f $f ]]; then cat "/proc/$(<"$f")/mountinfo" 2>/dev/null || true; fi
+    done
 }
 
 ostack_api() { "$repo/tests/openstack/ostack" api "$@"; }

@@ -1,11 +1,14 @@
 # Config files of the test cluster's daemons, all under $state; sourced by tests/k8s/cluster.
 
+# The files of one node live in $nstate: $state itself on a one-node cluster, $state/nodes/nI
+# for worker node I of a multi-node one (tests/k8s/lib/nodes.sh sets the node's globals).
+
 containerd_config() {
-    mkdir -p "$state/containerd" "$state/cni/net.d"
-    cat >"$state/containerd/config.toml" <<EOF
+    mkdir -p "$nstate/containerd" "$nstate/cni/net.d"
+    cat >"$nstate/containerd/config.toml" <<EOF
 version = 2
-root = "$state/containerd/root"
-state = "$state/containerd/state"
+root = "$nstate/containerd/root"
+state = "$nstate/containerd/state"
 [grpc]
   address = "$ctr_sock"
 [ttrpc]
@@ -26,17 +29,17 @@ state = "$state/containerd/state"
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         BinaryName = "$(command -v runc)"
-        Root = "$state/runc"
+        Root = "$nstate/runc"
         SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "$cni_bin"
-    conf_dir = "$state/cni/net.d"
+    conf_dir = "$nstate/cni/net.d"
   [plugins."io.containerd.grpc.v1.cri".registry]
     config_path = ""
 EOF
     # A bridge of our own, no masquerading (pods only talk to this host), so CNI adds no
     # iptables rule; host-local keeps its leases under $state.
-    cat >"$state/cni/net.d/10-cinder-csi.conflist" <<EOF
+    cat >"$nstate/cni/net.d/10-cinder-csi.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
   "name": "$cni_net",
@@ -49,7 +52,7 @@ EOF
       "hairpinMode": true,
       "ipam": {
         "type": "host-local",
-        "dataDir": "$state/cni/ipam",
+        "dataDir": "$nstate/cni/ipam",
         "ranges": [[{"subnet": "$pod_cidr"}]],
         "routes": [{"dst": "0.0.0.0/0"}]
       }
@@ -60,7 +63,7 @@ EOF
 }
 
 kubelet_config() {
-    cat >"$state/kubelet-config.yaml" <<EOF
+    cat >"$nstate/kubelet-config.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 authentication:
@@ -68,20 +71,25 @@ authentication:
   webhook: {enabled: true}
   x509: {clientCAFile: $pki/ca.crt}
 authorization: {mode: Webhook}
-tlsCertFile: $pki/kubelet.crt
-tlsPrivateKeyFile: $pki/kubelet.key
+tlsCertFile: $pki/$kubelet_cert.crt
+tlsPrivateKeyFile: $pki/$kubelet_cert.key
 containerRuntimeEndpoint: unix://$ctr_sock
 # This host: cgroup v1 (hybrid), no systemd, no swap accounting.
 cgroupDriver: cgroupfs
-cgroupRoot: /$cg_root
+cgroupRoot: /$cg_root$cg_sub
 failCgroupV1: false
 failSwapOn: false
-podLogsDir: $state/pod-logs
+podLogsDir: $nstate/pod-logs
 resolvConf: /etc/resolv.conf
 clusterDomain: cluster.local
 # The disk is shared and mostly full: no eviction or image GC because of it (every image is
-# imported once and cannot be pulled again).
-evictionHard: {memory.available: 100Mi, nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
+# imported once and cannot be pulled again). Several kubelets on one host (as kind runs them):
+# none evicts at all, each sees the whole host's disk and memory.
+$(if ((nodes > 1)); then
+        echo 'evictionHard: {memory.available: 100Mi, nodefs.available: "0%", imagefs.available: "0%", nodefs.inodesFree: "0%"}'
+    else
+        echo 'evictionHard: {memory.available: 100Mi, nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}'
+    fi)
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
@@ -94,12 +102,12 @@ EOF
 }
 
 kube_proxy_config() {
-    cat >"$state/kube-proxy-config.yaml" <<EOF
+    cat >"$nstate/kube-proxy-config.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection: {kubeconfig: $state/kube-proxy.kubeconfig}
 mode: iptables
-clusterCIDR: $pod_cidr
+clusterCIDR: $cluster_cidr
 hostnameOverride: $node_name
 bindAddress: 127.0.0.1
 metricsBindAddress: 127.0.0.1:10249

@@ -21,11 +21,17 @@
 
 # Starts the namespace: `unshare` forks pause as the new PID 1 and waits for it (it stays in the
 # host's namespaces); $state/pids/nodens.pid records pause's pid as the host sees it.
+#
+# On a multi-node cluster (tests/k8s/lib/nodes.sh) each worker node has one such namespace pair,
+# entered from its own network namespace ($node_netns): the globals of the node being started
+# ($nodens_name, $node_netns) say which.
 nodens_start() {
     mkdir -p "$state/bin" "$state/logs" "$state/pids"
-    pause_binary "$state/bin/pause"
-    setsid unshare --pid --mount --fork --mount-proc --propagation unchanged -- "$state/bin/pause" \
-        </dev/null >>"$state/logs/nodens.log" 2>&1 &
+    [[ -x $state/bin/pause ]] || pause_binary "$state/bin/pause"
+    local net=()
+    [[ -n ${node_netns:-} ]] && net=(nsenter "--net=/run/netns/$node_netns" --)
+    setsid "${net[@]}" unshare --pid --mount --fork --mount-proc --propagation unchanged -- "$state/bin/pause" \
+        </dev/null >>"$state/logs/$nodens_name.log" 2>&1 &
     local u=$! p="" i
     for i in $(seq 50); do
         p=$(pgrep -P "$u" || true)
@@ -33,7 +39,7 @@ nodens_start() {
         sleep 0.1
     done
     [[ -n $p ]] || die "node namespace: unshare (pid $u) started no pause"
-    echo "$p" >"$state/pids/nodens.pid"
+    echo "$p" >"$state/pids/$nodens_name.pid"
     # Ready once pause runs as PID 1 of the new namespace with its own /proc mounted.
     for i in $(seq 50); do
         [[ $(nodens_exec cat /proc/1/comm 2>/dev/null) == pause ]] && break
@@ -41,13 +47,13 @@ nodens_start() {
     done
     [[ $(nodens_exec cat /proc/1/comm 2>/dev/null) == pause ]] ||
         die "node namespace: pid $p is not PID 1 of a namespace with its own /proc"
-    log "node namespace: pause is its PID 1 (host pid $p)"
+    log "node namespace${node_netns:+ of $node_name}: pause is its PID 1 (host pid $p)"
 }
 
 # nodens_exec CMD...: runs CMD in the node's namespaces (as a child of nsenter, which forks
-# into the PID namespace).
+# into the PID namespace); its network namespace too (the host's on a one-node cluster).
 nodens_exec() {
-    nsenter --target "$(<"$state/pids/nodens.pid")" --pid --mount -- "$@"
+    nsenter --target "$(<"$state/pids/$nodens_name.pid")" --pid --mount --net -- "$@"
 }
 
 # start_in_nodens NAME BINARY ARGS...: `start` inside the node's namespaces. The pid file holds
@@ -55,7 +61,7 @@ nodens_exec() {
 # itself (nsenter does not forward signals).
 start_in_nodens() {
     local name=$1 n p="" i
-    start "$name" nsenter --target "$(<"$state/pids/nodens.pid")" --pid --mount -- "${@:2}"
+    start "$name" nsenter --target "$(<"$state/pids/$nodens_name.pid")" --pid --mount --net -- "${@:2}"
     n=$(<"$state/pids/$name.pid")
     for i in $(seq 50); do
         p=$(pgrep -P "$n" || true)
@@ -70,9 +76,13 @@ start_in_nodens() {
 # the namespace; its private mounts go with the last of them. Also finds a pause whose pid
 # file was never written (an `up` killed right after starting it).
 nodens_stop() {
-    local p ps i
+    local p ps i f
     ps=$(pgrep -x -f -- "$state/bin/pause" || true)
-    p=$(our_pid nodens) && ps+=" $p"
+    for f in "$state"/pids/nodens*.pid; do
+        [[ -f $f ]] || continue
+        f=${f##*/}
+        p=$(our_pid "${f%.pid}") && ps+=" $p"
+    done
     [[ -n ${ps// /} ]] || { rm -f "$state/pids/nodens.pid"; return 0; }
     # shellcheck disable=SC2086
     kill -TERM $ps 2>/dev/null
@@ -86,5 +96,5 @@ nodens_stop() {
         log "down: node namespace's pause (pid $p) ignored SIGTERM for 5 s; killing it"
         kill -KILL "$p" 2>/dev/null
     done
-    rm -f "$state/pids/nodens.pid"
+    rm -f "$state"/pids/nodens*.pid
 }

@@ -31,13 +31,17 @@ stop_daemon() { # TERM, up to 15 s, then KILL
 # our socket), which outlive containerd.
 leftover_pids() {
     find /sys/fs/cgroup/*/"$cg_root" -name cgroup.procs -exec cat {} + 2>/dev/null || true
-    pgrep -f -- "-address $ctr_sock" || true
+    pgrep -f -- "-address $state/" || true
 }
 
 down() {
-    local t0=$SECONDS crictl="" p m l c ns
-    [[ -d $state ]] || { log "down: nothing in $state"; return 0; }
+    local t0=$SECONDS crictl="" p m l c ns nodes
+    [[ -d $state ]] || { log "down: nothing in $state"; leak_report; return; }
     set +e
+    nodes=$(cat "$state/nodes.count" 2>/dev/null || echo 1)
+    # 0. The worker nodes of a multi-node cluster: kubelets, pod sandboxes, kube-proxies,
+    #    containerds (lib/nodes.sh); the steps below then find nothing of theirs running.
+    ((nodes > 1)) && nodes_stop
     crictl=$("$repo/tests/peers/build" --path crictl)
     # 1. Pod sandboxes through the CRI while containerd and the CNI config are there: the
     #    kubelet first, so it does not restart them.
@@ -64,6 +68,9 @@ down() {
     #    The node's PID namespace (its PID 1 and whatever still runs in it; its private
     #    mounts, containerd's overlays among them, go with it).
     nodens_stop
+    #    Multi-node: the nodes' network namespaces (their kube-proxy rules, CNI bridges and
+    #    veths), the host bridge and its routes.
+    nodes_net_down
     # 4. kube-proxy's iptables/nftables chains (its own cleanup mode removes exactly those).
     local kp
     kp=$("$repo/tests/peers/build" --path kube-proxy)
@@ -145,4 +152,27 @@ down() {
     rm -rf "$state"
     set -e
     log "down: removed the cluster in $((SECONDS - t0)) s (logs kept in $state.logs)"
+    leak_report
+}
+
+# Prints what of any cluster (one node or several) is left on this machine: processes, mounts,
+# loop devices, network namespaces, links, routes, iptables rules, cgroups. Fails if anything.
+leak_report() {
+    local left=() x
+    x=$(pgrep -af -- "$state/" | head -5) && left+=("processes: $x")
+    x=$(awk -v p="$state/" -v k="$kubelet_dir/" 'index($2, p) == 1 || index($2, k) == 1 || $2 == substr(k, 1, length(k) - 1) { print $2 }' \
+        /proc/self/mounts | head -5) && [[ -n $x ]] && left+=("mounts: $x")
+    x=$(losetup -l -n -O NAME,BACK-FILE 2>/dev/null | grep -F "$state/") && left+=("loop devices: $x")
+    x=$(ip netns list 2>/dev/null | awk -v p="$node_netns_prefix" 'index($1, p) == 1 { print $1 }') &&
+        [[ -n $x ]] && left+=("network namespaces: $x")
+    x=$(ip -br link 2>/dev/null | awk '$1 ~ /^(cinderk8s|ck8sn)/ { print $1 }') && [[ -n $x ]] && left+=("links: $x")
+    x=$(ip route 2>/dev/null | grep -E "^(10\.244\.|$node_net_prefix\.)") && left+=("routes: $x")
+    x=$(iptables-save 2>/dev/null | grep -E 'KUBE-|10\.244\.' | head -5) && left+=("iptables: $x")
+    x=$(ls -d /sys/fs/cgroup/*/"$cg_root" 2>/dev/null | head -3) && [[ -n $x ]] && left+=("cgroups: $x")
+    if ((${#left[@]})); then
+        log "down: leak check: left behind:"
+        printf '  %s\n' "${left[@]}" >&2
+        return 1
+    fi
+    log "down: leak check: nothing left (processes, mounts, loop devices, network namespaces, links, routes, iptables rules, cgroups)"
 }
