@@ -3,6 +3,7 @@
 //! declares the steps and what they export.
 
 mod clouds;
+mod device_addresses;
 mod error;
 mod options;
 mod plan;

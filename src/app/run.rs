@@ -175,5 +175,9 @@ pub fn node_core(
         with_topology: args.with_topology,
         additional_topology: args.additional_topology.clone(),
     };
-    NodeCore::new(LinuxHost::host(by_id, &args.kubelet_dir), metadata, opts)
+    let mut host = LinuxHost::new(by_id, &args.kubelet_dir);
+    if let Some(by_path) = super::device_addresses::by_path(args, config) {
+        host = host.with_by_path(by_path);
+    }
+    NodeCore::new(host.host_with(), metadata, opts)
 }

@@ -19,8 +19,9 @@ pub struct MetaData {
     pub name: Option<String>,
     #[serde(default)]
     pub hostname: Option<String>,
-    /// Device role tags (Nova 2.32+): bus addresses of disks by serial, for a future
-    /// device-lookup fallback where by-id links are missing (upstream uses it on Hyper-V).
+    /// Device role tags (Nova 2.32+): bus addresses of disks by serial, which the node's disk
+    /// lookup falls back to where by-id links are missing (`app/device_addresses.rs`, as
+    /// upstream does on Hyper-V).
     #[serde(default)]
     pub devices: Vec<Device>,
 }

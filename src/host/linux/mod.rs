@@ -2,6 +2,7 @@
 //! probing by pread, block ioctls, and the filesystem tools as processes.
 
 pub mod beneath;
+pub mod by_path;
 pub mod devices;
 pub mod mount_options;
 pub mod mountinfo;
@@ -15,6 +16,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use beneath::Beneath;
+use by_path::ByPath;
 
 use super::{
     Content, DevId, Devices, Filesystems, FormatOptions, FsKind, Host, HostError, HostResult,
@@ -27,6 +29,8 @@ use super::{
 pub struct LinuxHost {
     by_id_dir: PathBuf,
     beneath: Beneath,
+    /// Upstream's fallback to the metadata's `devices[]` when no by-id link names a disk.
+    by_path: Option<ByPath>,
 }
 
 impl LinuxHost {
@@ -34,12 +38,24 @@ impl LinuxHost {
         Self {
             by_id_dir: by_id_dir.into(),
             beneath: Beneath::new(kubelet_dir),
+            by_path: None,
         }
     }
 
     /// The three roles backed by one `LinuxHost`.
     pub fn host(by_id_dir: impl Into<PathBuf>, kubelet_dir: &Path) -> Host {
-        let h = Arc::new(Self::new(by_id_dir, kubelet_dir));
+        Self::host_with(Self::new(by_id_dir, kubelet_dir))
+    }
+
+    /// With the metadata `devices[]` fallback of the disk lookup.
+    pub fn with_by_path(mut self, by_path: ByPath) -> Self {
+        self.by_path = Some(by_path);
+        self
+    }
+
+    /// The three roles backed by `self`.
+    pub fn host_with(self) -> Host {
+        let h = Arc::new(self);
         Host {
             mounter: h.clone(),
             devices: h.clone(),
@@ -83,10 +99,20 @@ impl Mounter for LinuxHost {
 
 impl Devices for LinuxHost {
     fn find(&self, volume_id: &str, deadline: Instant) -> HostResult<PathBuf> {
-        devices::find(&self.by_id_dir, volume_id, deadline)
+        let Some(by_path) = &self.by_path else {
+            return devices::find(&self.by_id_dir, volume_id, deadline);
+        };
+        if let Some(dev) = self.lookup(volume_id) {
+            return Ok(dev);
+        }
+        match devices::find(&self.by_id_dir, volume_id, deadline) {
+            Err(e @ HostError::DeviceNotFound { .. }) => by_path.resolve(volume_id).ok_or(e),
+            other => other,
+        }
     }
     fn lookup(&self, volume_id: &str) -> Option<PathBuf> {
         devices::lookup(&self.by_id_dir, volume_id)
+            .or_else(|| self.by_path.as_ref()?.known(volume_id))
     }
     fn size(&self, device: &Path) -> HostResult<u64> {
         devices::size(device)
