@@ -125,12 +125,16 @@ chart_values() {
     case $1 in
         local)
             # The controller and node share the local backend's state dir; the controller
-            # "attaches" with loop devices, so it is privileged and sees /dev.
+            # "attaches" with loop devices, so it is privileged and sees /dev. Each node
+            # plugin's id is its Kubernetes node's name (the downward API): the backend's
+            # servers, and so its attachment records, are the nodes (one node: the host name,
+            # as before; several: node-I, not one host name for all).
             cat >"$f" <<EOF
 secret: {enabled: false}
 node:
   kubeletDir: $kubelet_dir
   extraArgs: [--backend=local, --local-dir=$state/local]
+  extraEnv: [{name: CINDER_CSI_NODE_ID, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}]
   extraVolumes: [{name: local-dir, hostPath: {path: $state/local, type: DirectoryOrCreate}}]
   extraVolumeMounts: [{name: local-dir, mountPath: $state/local, mountPropagation: HostToContainer}]
 controller:
