@@ -7,7 +7,8 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::driver::types::{AccessMode, AccessType, VolumeCapability};
 use crate::driver::{Error, Invalid, NotAtPath, ParamClass, Result};
-use crate::host::fs::{mkfs_args, FormatLimits};
+use crate::host::fs::mkfs_args::{self, MkfsArgError};
+use crate::host::fs::FormatLimits;
 use crate::host::options::{self, OptionKind};
 use crate::host::{FormatOptions, FsKind};
 
@@ -204,6 +205,10 @@ pub fn fs_type_of(fs_type: Option<&str>) -> Result<FsKind> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StageContext {
     pub resize_required: bool,
+    /// Why `mkfsOptions` cannot be given to mkfs, if so: refused only when the disk is blank
+    /// and would be formatted, so a volume that already holds a filesystem (e.g. one upstream
+    /// formatted with options this driver refuses) still stages.
+    pub mkfs_refused: Option<MkfsArgError>,
     pub format: FormatOptions,
 }
 
@@ -249,10 +254,7 @@ pub fn stage_context(ctx: &HashMap<String, String>, fs: Option<FsKind>) -> Resul
     }
     if let Some(fs) = fs {
         check_format(&out.format, fs)?;
-        mkfs_args::check(fs, &out.format.extra).map_err(|why| Invalid::MkfsOptions {
-            class: ParamClass::VolumeContext,
-            why,
-        })?;
+        out.mkfs_refused = mkfs_args::check(fs, &out.format.extra).err();
     }
     Ok(out)
 }

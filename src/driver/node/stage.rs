@@ -11,7 +11,7 @@ use super::model::NodeOptions;
 use super::params::Access;
 use super::plan::StagePlan;
 use super::{block, mkfs_marker};
-use crate::driver::{Error, NodeRefusal, PathRole, Result};
+use crate::driver::{Error, Invalid, NodeRefusal, ParamClass, PathRole, Result};
 use crate::host::{Content, FileKind, FsKind, Host, HostError, MountSpec, PathInfo, PathState};
 
 /// A filesystem this much smaller than its device is grown (Cinder sizes are whole GiB;
@@ -82,6 +82,13 @@ fn stage_mount(
     }
     let fs = match content {
         Content::Blank => {
+            if let Some(why) = &p.context.mkfs_refused {
+                return Err(Invalid::MkfsOptions {
+                    class: ParamClass::VolumeContext,
+                    why: why.clone(),
+                }
+                .into());
+            }
             if p.read_only {
                 return Err(NodeRefusal::BlankReadOnly {
                     id: p.volume_id.clone(),

@@ -178,3 +178,40 @@ async fn single_node_single_writer_is_published_at_one_target() {
         publish_twice(mode).await.1.unwrap();
     }
 }
+
+/// mkfsOptions from the volume context are refused only when they would be used: a blank disk
+/// is not formatted (InvalidArgument naming the argument, nothing written), a disk that
+/// already holds a filesystem (say, one upstream formatted with `-F`) stages as it is.
+#[tokio::test]
+async fn refused_mkfs_options_matter_only_for_a_blank_disk() {
+    let fake = FakeHost::new();
+    fake.attach("blank", 1 << 30, Content::Blank);
+    fake.attach(
+        "formatted",
+        1 << 30,
+        Content::Filesystem {
+            kind: crate::host::FsKind::Ext4,
+            size_bytes: 1 << 30,
+        },
+    );
+    let c = core(&fake);
+    let with_options = |id: &str| {
+        let mut r = stage_req(id, with_flags(&[]));
+        r.volume_context
+            .insert("mkfsOptions".into(), "-F,-E nodiscard".into());
+        r
+    };
+    let err = c.stage(with_options("blank"), soon()).await.unwrap_err();
+    assert!(
+        matches!(err, Error::Invalid(Invalid::MkfsOptions { .. })),
+        "{err}"
+    );
+    assert!(err.to_string().contains("\"-F\""), "{err}");
+    assert!(
+        !fake.calls().iter().any(|c| c.starts_with("format")),
+        "{:?}",
+        fake.calls()
+    );
+    assert_eq!(fake.content("blank"), Content::Blank);
+    c.stage(with_options("formatted"), soon()).await.unwrap();
+}
