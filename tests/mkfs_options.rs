@@ -117,23 +117,6 @@ async fn stage_counting_discards(
     discarded_sectors(&devs[0]) - before
 }
 
-async fn unstage(c: &cinder_csi::ctl::Client, p: &InPod) {
-    c.node()
-        .node_unpublish_volume(c.req(pb::NodeUnpublishVolumeRequest {
-            volume_id: p.id.clone(),
-            target_path: p.target.display().to_string(),
-        }))
-        .await
-        .unwrap();
-    c.node()
-        .node_unstage_volume(c.req(pb::NodeUnstageVolumeRequest {
-            volume_id: p.id.clone(),
-            staging_target_path: p.staging.display().to_string(),
-        }))
-        .await
-        .unwrap();
-}
-
 #[tokio::test]
 async fn ext4_options_leave_their_trace_and_restage_never_reformats() {
     let mut rig = Rig::new();
@@ -178,7 +161,7 @@ async fn ext4_options_leave_their_trace_and_restage_never_reformats() {
     // filesystem, the data still there.
     let uuid = fs_uuid(&dev);
     write_durable(&p.target.join("keep"), b"data");
-    unstage(&c, &p).await;
+    unmount(&c, &p).await;
     stage_and_publish(&c, &p, "ext4").await;
     let mut other = InPod {
         context: p.context.clone(),
@@ -189,7 +172,7 @@ async fn ext4_options_leave_their_trace_and_restage_never_reformats() {
         uuid,
         "restage did not format"
     );
-    unstage(&c, &other).await;
+    unmount(&c, &other).await;
     other
         .context
         .insert("mkfsOptions".into(), "-O ^has_journal".into());

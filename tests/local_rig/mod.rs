@@ -322,6 +322,19 @@ pub async fn stage_and_publish(c: &Client, p: &InPod, fs: &str) {
 
 /// NodeUnpublish + NodeUnstage + ControllerUnpublish.
 pub async fn unmount_and_detach(c: &Client, p: &InPod) {
+    unmount(c, p).await;
+    c.controller()
+        .controller_unpublish_volume(c.req(pb::ControllerUnpublishVolumeRequest {
+            volume_id: p.id.clone(),
+            node_id: NODE.into(),
+            ..Default::default()
+        }))
+        .await
+        .unwrap();
+}
+
+/// NodeUnpublish + NodeUnstage: the volume stays attached.
+pub async fn unmount(c: &Client, p: &InPod) {
     c.node()
         .node_unpublish_volume(c.req(pb::NodeUnpublishVolumeRequest {
             volume_id: p.id.clone(),
@@ -333,14 +346,6 @@ pub async fn unmount_and_detach(c: &Client, p: &InPod) {
         .node_unstage_volume(c.req(pb::NodeUnstageVolumeRequest {
             volume_id: p.id.clone(),
             staging_target_path: p.staging.display().to_string(),
-        }))
-        .await
-        .unwrap();
-    c.controller()
-        .controller_unpublish_volume(c.req(pb::ControllerUnpublishVolumeRequest {
-            volume_id: p.id.clone(),
-            node_id: NODE.into(),
-            ..Default::default()
         }))
         .await
         .unwrap();
