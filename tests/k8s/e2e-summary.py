@@ -3,8 +3,8 @@
 
     e2e-summary.py REPORT.json [FOCUS_RE [SKIP_RE]]
 
-Prints the failed specs with their failure, the specs the suite skipped itself (with its
-reason), a count of those e2e-skips.txt removed, and as the LAST line
+Prints the passed specs by name, the failed specs with their failure, the specs the suite
+skipped itself (with its reason), a count of those e2e-skips.txt removed, and as the LAST line
 "N passed, N failed, N skipped". Skipped counts only specs the focus selected: the ones the
 suite skipped when they ran (a capability the driver definition does not declare, a second
 node missing, ...) and the ones the skip list removed; specs outside the focus are not
@@ -45,6 +45,8 @@ def main():
                 # Never started: outside the focus, or removed by the skip list.
                 if focus and focus.search(text) and skip and skip.search(text):
                     skipped_list.append(text)
+    for text in sorted(passed):
+        print(f"passed: {text}")
     for kind, spec in setup_failed:
         f = spec.get("Failure") or {}
         print(f"FAILED {kind}: {f.get('Message', '').strip()[:2000]}")

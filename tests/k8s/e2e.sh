@@ -77,7 +77,15 @@ mkdir -p "$out"
 # The ginkgo CLI runs a precompiled suite only under a name ending in .test.
 ln -sf "$suite" "$out/cinder-csi-e2e.test"
 
-args=(-storage.testdriver="$testdriver" -repo-root="$repo" -report-dir="$out")
+# The same definition through the Go one (tests/k8s/e2e/groupsnapshot.go): the YAML one cannot
+# name a VolumeGroupSnapshotClass, so only this runs the group snapshot specs. On the test
+# cloud their volumes get the volume type pinned to one backend (a Cinder group's rule).
+args=(-storage.testdriver="$testdriver" -cinder.groupsnapshot-testdriver="$testdriver"
+    -repo-root="$repo" -report-dir="$out")
+if [[ $(basename "$testdriver") == testdriver-openstack.yaml ]]; then
+    gtype=$(eval "$("$repo/tests/openstack/ostack" env 2>/dev/null)" && echo "${OSTACK_GROUP_VOLUME_TYPE:-}") || gtype=""
+    [[ -n $gtype ]] && args+=(-cinder.groupsnapshot-volume-type="$gtype")
+fi
 if [[ $list == 1 ]]; then
     "$out/cinder-csi-e2e.test" "${args[@]}" -kubeconfig=/dev/null -ginkgo.dry-run \
         -ginkgo.focus="$focus" -ginkgo.skip="$skip" -ginkgo.v -ginkgo.no-color \

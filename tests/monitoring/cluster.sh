@@ -1,57 +1,80 @@
 #!/usr/bin/env bash
-# The cluster stage's monitoring scenario, on a running cluster with the chart installed on the
-# OpenStack backend (tests/k8s/cluster up --backend openstack): prometheus-operator's CRDs applied
-# to the real API server, the chart's ServiceMonitor, PodMonitors and PrometheusRule turned on
-# (helm upgrade) and read back from the API server; a real Prometheus (Debian's, on the host)
-# scrapes exactly what they select (tests/monitoring/operator_config.py: the operator's scrape
-# jobs; kube_sd.py: Kubernetes service discovery, which Debian's build lacks) and must have
-# every controller replica and every node plugin up. Then three recordings, each turned into a
+# The cluster stage's monitoring scenario, on a running cluster with the chart installed
+# (tests/k8s/cluster up, either backend): prometheus-operator's CRDs applied to the real API
+# server, the chart's ServiceMonitor, PodMonitors and PrometheusRule turned on (helm upgrade)
+# and read back from the API server; a real Prometheus (Debian's, on the host) scrapes exactly
+# what they select (tests/monitoring/operator_config.py: the operator's scrape jobs;
+# kube_sd.py: Kubernetes service discovery, which Debian's build lacks) and must have every
+# controller replica and every node plugin up. Then three recordings, each turned into a
 # `promtool test rules` case (tests/monitoring/record.py) so that `for:` is evaluated over the
 # recorded minutes and the idle ones after them:
-#   normal  a PVC attached and mounted by a pod: CinderCSIAttachDetachNearTimeout never fires;
-#   slow    the same with the test cloud delaying the attach (the fake Cinder driver's
-#           attach-delay) past three quarters of the sidecar timeout: it fires 15 minutes on;
+#   normal  everything since `start` (in 70-k8s: the lifecycle, group snapshot and e2e tests;
+#           alone: one PVC attached and mounted by a pod): CinderCSIAttachDetachNearTimeout and
+#           CinderCSIControllerDown never fire;
+#   slow    one attach delayed past three quarters of the sidecar timeout (the backend's
+#           attach-delay file: the local backend's DIR/attach-delay, the test cloud's fake
+#           Cinder driver's): the near-timeout alert fires 15 minutes on;
 #   down    the controller scaled to 0: CinderCSIControllerDown fires 5 minutes on.
-# Everything it makes (CRDs, monitors, PVCs, the namespace, Prometheus and its data) is removed
-# at exit and the release's values restored.
 #
-# usage: tests/monitoring/cluster.sh    (KUBECONFIG; RELEASE, NAMESPACE, HELM, OSTACK_ENV below)
+#   tests/monitoring/cluster.sh start    monitors on, Prometheus scraping (left running)
+#   tests/monitoring/cluster.sh finish   the three recordings, then `stop`
+#   tests/monitoring/cluster.sh stop     everything start made removed, the release's values
+#                                        restored (idempotent; for a trap)
+#   tests/monitoring/cluster.sh          start, one normal attach, finish
+#
+# KUBECONFIG from tests/k8s/cluster env; RELEASE, NAMESPACE, HELM, OSTACK_ENV, MONITORING_DIR
+# below. Its state (Prometheus' data, the pids, the recordings) is in MONITORING_DIR.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
+# shellcheck source=tests/k8s/lib.sh
+. "$repo/tests/k8s/lib.sh"
 RELEASE=${RELEASE:-cinder-csi}
-NAMESPACE=${NAMESPACE:-kube-system}
+NAMESPACE=${NAMESPACE:-$K8S_DRIVER_NS}
 HELM=${HELM:-$repo/.tools/helm/helm}
 OSTACK_ENV=${OSTACK_ENV:-/var/tmp/cinder-csi-ostack/env.sh}
 PROM_OPERATOR=${PROM_OPERATOR:-github.com/prometheus-operator/prometheus-operator@v0.85.0}
 PORT=${MONITORING_PROM_PORT:-19090}
-# Past three quarters of the default 3 m timeout (135 s) and short of it, with Nova's own time.
+dir=${MONITORING_DIR:-/var/tmp/cinder-csi-monitoring}
+# Past three quarters of the default 3 m timeout (135 s) and short of it.
 SLOW_S=${MONITORING_SLOW_ATTACH_S:-140}
-py=${PY:-$repo/.venv/bin/python}
+py=${PY:-python3}
+[[ -x $repo/.venv/bin/python ]] && py=${PY:-$repo/.venv/bin/python}
 controller_job=$(awk '/^  controllerJob:/ {print $2}' charts/cinder-csi/values.yaml)
 node_job=$(awk '/^  nodeJob:/ {print $2}' charts/cinder-csi/values.yaml)
 ns=cinder-csi-monitoring
+url=http://127.0.0.1:$PORT
 t0=$SECONDS
-tmp=$(mktemp -d /var/tmp/cinder-csi-monitoring.XXXXXX)
-pids=()
-sts=
-delay_file=
-upgraded=0
-replicas=
+# kube_sd.py runs kubectl: the cluster's own.
+PATH=$(dirname "$KUBECTL"):$PATH
+export PATH
 
 step() { printf '[%4d s] monitoring: %s\n' $((SECONDS - t0)) "$*"; }
 fail() { echo "monitoring: FAILED: $*" >&2; exit 1; }
-k() { kubectl "$@"; }
-cleanup() {
-    local rc=$? p
-    trap - EXIT
+q() { curl -sf --get "$url/api/v1/query" --data-urlencode "query=$1" | "$py" -c '
+import json, sys
+r = json.load(sys.stdin)["data"]["result"]
+print(r[0]["value"][1] if r else "")'; }
+controller_set() {
+    k -n "$NAMESPACE" get statefulset,deployment -o name \
+        -l "app.kubernetes.io/instance=$RELEASE,app.kubernetes.io/component=controller"
+}
+
+stop() {
     set +e
-    step "cleanup"
-    [[ -n $delay_file ]] && rm -f "$delay_file"
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
-    [[ -n $replicas ]] && k -n "$NAMESPACE" scale "$sts" --replicas="$replicas" >/dev/null
+    local f p
+    for f in "$dir"/pids/*; do
+        [[ -f $f ]] || continue
+        p=$(<"$f")
+        kill "$p" 2>/dev/null && for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+        rm -f "$f"
+    done
+    [[ -f $dir/delay-file ]] && rm -f "$(<"$dir/delay-file")"
+    if [[ -f $dir/replicas ]]; then
+        k -n "$NAMESPACE" scale "$(controller_set)" --replicas="$(<"$dir/replicas")" >/dev/null
+    fi
     k delete namespace "$ns" --ignore-not-found --wait=true --timeout=5m >/dev/null
-    if ((upgraded)); then
+    if [[ -f $dir/upgraded ]]; then
         "$HELM" upgrade "$RELEASE" charts/cinder-csi -n "$NAMESPACE" --reuse-values \
             --set monitoring.serviceMonitor.enabled=false --set monitoring.podMonitor.enabled=false \
             --set monitoring.prometheusRule.enabled=false >/dev/null
@@ -59,78 +82,88 @@ cleanup() {
     for c in servicemonitors podmonitors prometheusrules; do
         k delete crd "$c.monitoring.coreos.com" --ignore-not-found >/dev/null
     done
-    rm -rf "$tmp"
-    exit "$rc"
+    rm -rf "$dir"
+    return 0
 }
-trap cleanup EXIT
 
-command -v prometheus >/dev/null || fail "no prometheus binary (tests/ci/install-deps.sh)"
-[[ -f $OSTACK_ENV ]] || fail "the slow attach needs the test cloud ($OSTACK_ENV)"
-# shellcheck disable=SC1090
-volume_dir=$(. "$OSTACK_ENV" && echo "$OSTACK_VOLUME_DIR")
-
-sts=$(k -n "$NAMESPACE" get statefulset -o name \
-    -l "app.kubernetes.io/instance=$RELEASE,app.kubernetes.io/component=controller")
-[[ -n $sts ]] || fail "no controller StatefulSet of release $RELEASE in $NAMESPACE"
-
-step "prometheus-operator CRDs ($PROM_OPERATOR) on the API server"
-crds=$(go mod download -json "$PROM_OPERATOR" | "$py" -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')/example/prometheus-operator-crd
-for c in servicemonitors podmonitors prometheusrules; do
-    k apply --server-side -f "$crds/monitoring.coreos.com_$c.yaml" >/dev/null
-done
-k wait --for=condition=Established --timeout=60s \
-    crd/servicemonitors.monitoring.coreos.com crd/podmonitors.monitoring.coreos.com \
-    crd/prometheusrules.monitoring.coreos.com >/dev/null
-
-step "the chart's ServiceMonitor, PodMonitors and PrometheusRule (helm upgrade --reuse-values)"
-upgraded=1
-"$HELM" upgrade "$RELEASE" charts/cinder-csi -n "$NAMESPACE" --reuse-values \
-    --set monitoring.serviceMonitor.enabled=true --set monitoring.podMonitor.enabled=true \
-    --set monitoring.prometheusRule.enabled=true \
-    --set monitoring.serviceMonitor.interval=10s --set monitoring.podMonitor.interval=10s >/dev/null
-k get servicemonitors,podmonitors -A -o json >"$tmp/monitors.json"
-k get prometheusrules -A -o json >"$tmp/rules.json"
-mkdir "$tmp/prom" "$tmp/data"
-"$py" tests/monitoring/operator_config.py "$tmp/monitors.json" "$tmp/rules.json" "$tmp/prom"
-"$py" tests/monitoring/kube_sd.py "$tmp/prom/sd-jobs.json" --every 3 2>"$tmp/kube_sd.log" &
-pids+=($!)
-sleep 5
-promtool check config "$tmp/prom/prometheus.yml" >/dev/null
-prometheus --config.file "$tmp/prom/prometheus.yml" --storage.tsdb.path "$tmp/data" \
-    --web.listen-address "127.0.0.1:$PORT" >"$tmp/prometheus.log" 2>&1 &
-pids+=($!)
-url=http://127.0.0.1:$PORT
-q() { curl -sf --get "$url/api/v1/query" --data-urlencode "query=$1" | "$py" -c '
-import json, sys
-r = json.load(sys.stdin)["data"]["result"]
-print(r[0]["value"][1] if r else "")'; }
-
-controllers=$(k -n "$NAMESPACE" get "$sts" -o jsonpath='{.spec.replicas}')
-nodes=$(k get daemonset -A -l "app.kubernetes.io/instance=$RELEASE" -o jsonpath='{.items[0].status.numberReady}')
-step "Prometheus scraping: want $controllers controller(s) up in job $controller_job, $nodes node plugin(s) in job $node_job"
-for _ in $(seq 90); do
-    c=$(q "sum(up{job=\"$controller_job\"})") n=$(q "sum(up{job=\"$node_job\"})")
-    [[ ${c:-0} == "$controllers" && ${n:-0} == "$nodes" ]] && break
-    sleep 2
-done
-[[ ${c:-0} == "$controllers" && ${n:-0} == "$nodes" ]] || {
-    curl -s "$url/api/v1/targets" | head -c 3000; tail -5 "$tmp/kube_sd.log"
-    fail "Prometheus has $c controller and $n node targets up, want $controllers and $nodes"
+# bg NAME CMD...: a process of this scenario, in its own session, its pid in $dir/pids.
+bg() {
+    local name=$1
+    shift
+    setsid "$@" </dev/null >>"$dir/$name.log" 2>&1 &
+    echo $! >"$dir/pids/$name"
 }
-curl -s "$url/api/v1/targets?state=active" | "$py" -c '
+
+start() {
+    command -v prometheus >/dev/null || fail "no prometheus binary (tests/ci/install-deps.sh)"
+    [[ -n $(controller_set) ]] || fail "no controller of release $RELEASE in $NAMESPACE"
+    if [[ -e $dir ]]; then stop; fi
+    ! ss -Htln "sport = :$PORT" | grep -q . || fail "port $PORT is in use: $(ss -Htlnp "sport = :$PORT")"
+    mkdir -p "$dir/pids" "$dir/prom" "$dir/data"
+    date +%s >"$dir/start"
+
+    step "prometheus-operator CRDs ($PROM_OPERATOR) on the API server"
+    local crds
+    crds=$(go mod download -json "$PROM_OPERATOR" | "$py" -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')/example/prometheus-operator-crd
+    for c in servicemonitors podmonitors prometheusrules; do
+        k apply --server-side -f "$crds/monitoring.coreos.com_$c.yaml" >/dev/null
+    done
+    k wait --for=condition=Established --timeout=60s \
+        crd/servicemonitors.monitoring.coreos.com crd/podmonitors.monitoring.coreos.com \
+        crd/prometheusrules.monitoring.coreos.com >/dev/null
+
+    step "the chart's ServiceMonitor, PodMonitors and PrometheusRule (helm upgrade --reuse-values)"
+    touch "$dir/upgraded"
+    "$HELM" upgrade "$RELEASE" charts/cinder-csi -n "$NAMESPACE" --reuse-values \
+        --set monitoring.serviceMonitor.enabled=true --set monitoring.podMonitor.enabled=true \
+        --set monitoring.prometheusRule.enabled=true \
+        --set monitoring.serviceMonitor.interval=10s --set monitoring.podMonitor.interval=10s >/dev/null
+    # The plugins as they run after the upgrade (nothing in their pods should have changed).
+    local w_ns w
+    while read -r w_ns w; do
+        k -n "$w_ns" rollout status "$w" --timeout=3m >/dev/null
+    done < <(k get statefulset,deployment,daemonset -A -l "app.kubernetes.io/instance=$RELEASE" \
+        -o jsonpath='{range .items[*]}{.metadata.namespace} {.kind}/{.metadata.name}{"\n"}{end}')
+    k get servicemonitors,podmonitors -A -o json >"$dir/monitors.json"
+    k get prometheusrules -A -o json >"$dir/rules.json"
+    "$py" tests/monitoring/operator_config.py "$dir/monitors.json" "$dir/rules.json" "$dir/prom"
+    "$py" tests/monitoring/kube_sd.py "$dir/prom/sd-jobs.json" --once
+    bg kube_sd "$py" tests/monitoring/kube_sd.py "$dir/prom/sd-jobs.json" --every 5
+    promtool check config "$dir/prom/prometheus.yml" >/dev/null
+    bg prometheus prometheus --config.file "$dir/prom/prometheus.yml" --storage.tsdb.path "$dir/data" \
+        --web.listen-address "127.0.0.1:$PORT"
+
+    local controllers nodes c n
+    controllers=$(k -n "$NAMESPACE" get "$(controller_set)" -o jsonpath='{.spec.replicas}')
+    nodes=$(k get daemonset -A -l "app.kubernetes.io/instance=$RELEASE" -o jsonpath='{.items[0].status.numberReady}')
+    step "Prometheus scraping: want $controllers controller(s) up in job $controller_job, $nodes node plugin(s) in job $node_job"
+    for _ in $(seq 60); do
+        c=$(q "sum(up{job=\"$controller_job\"})" || true) n=$(q "sum(up{job=\"$node_job\"})" || true)
+        [[ ${c:-0} == "$controllers" && ${n:-0} == "$nodes" ]] && break
+        sleep 2
+    done
+    [[ ${c:-0} == "$controllers" && ${n:-0} == "$nodes" ]] || {
+        curl -s "$url/api/v1/targets" | head -c 3000
+        tail -5 "$dir/kube_sd.log" "$dir/prometheus.log"
+        fail "Prometheus has ${c:-no} controller and ${n:-no} node targets up, want $controllers and $nodes"
+    }
+    curl -s "$url/api/v1/targets?state=active" | "$py" -c '
 import json, sys
 for t in json.load(sys.stdin)["data"]["activeTargets"]:
     l = t["labels"]
-    print(f"  {l[\"job\"]:24} {l[\"instance\"]:22} pod={l.get(\"pod\", \"\")} health={t[\"health\"]}")'
-# Both plugins export what the dashboards and alerts read.
-for m in cinder_csi_build_info process_resident_memory_bytes cinder_csi_rpc_requests_total; do
-    for j in "$controller_job" "$node_job"; do
-        [[ -n $(q "count($m{job=\"$j\"})") ]] || fail "no $m from job $j"
+    print("  %-24s %-22s pod=%s health=%s" % (l["job"], l["instance"], l.get("pod", ""), t["health"]))'
+    # Both plugins export what the dashboards and alerts read.
+    local m j
+    for m in cinder_csi_build_info process_resident_memory_bytes cinder_csi_rpc_requests_total; do
+        for j in "$controller_job" "$node_job"; do
+            [[ -n $(q "count($m{job=\"$j\"})") ]] || fail "no $m from job $j"
+        done
     done
-done
+    step "started: Prometheus on $url, state in $dir"
+}
 
-k create namespace "$ns" >/dev/null
-# attach NAME: a PVC of the chart's StorageClass mounted by a pod until it runs, then deleted.
+# attach NAME TIMEOUT_S: a PVC of the chart's StorageClass mounted by a pod until it runs,
+# then deleted.
 attach() {
     local name=$1 timeout=$2
     k -n "$ns" apply -f - >/dev/null <<EOF
@@ -146,10 +179,11 @@ apiVersion: v1
 kind: Pod
 metadata: {name: $name}
 spec:
-  securityContext: {runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}
+  terminationGracePeriodSeconds: 1
+  securityContext: {runAsNonRoot: true, runAsUser: 65532, fsGroup: 65532, seccompProfile: {type: RuntimeDefault}}
   containers:
     - name: c
-      image: ${BUSYBOX_IMAGE:?BUSYBOX_IMAGE: the cluster's busybox image}
+      image: $BUSYBOX_IMAGE
       command: [sh, -c, 'touch /data/x && sleep 3600']
       securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
       volumeMounts: [{name: d, mountPath: /data}]
@@ -160,55 +194,95 @@ EOF
     k -n "$ns" delete pod "$name" --wait=true --timeout=5m >/dev/null
     k -n "$ns" delete pvc "$name" --wait=true --timeout=5m >/dev/null
 }
+
 # record NAME START EXPECTATIONS...: the window since START as a promtool case, tested.
 record() {
     local name=$1 start=$2
     shift 2
     sleep 25 # two more scrapes after the last change
-    "$py" tests/monitoring/record.py "$url" "$tmp/prom/rules.yaml" "$tmp/$name.test.yaml" \
+    "$py" tests/monitoring/record.py "$url" "$dir/prom/rules.yaml" "$dir/$name.test.yaml" \
         "$start" "$(date +%s)" 10 40 "$controller_job|$node_job" "$@"
-    (cd "$tmp" && promtool test rules "$name.test.yaml") >"$tmp/$name.out" 2>&1 \
-        || { cat "$tmp/$name.out"; fail "recorded '$name': the alerts did not do what they should"; }
+    (cd "$dir" && promtool test rules "$name.test.yaml") >"$dir/$name.out" 2>&1 \
+        || { cat "$dir/$name.out"; fail "recorded '$name': the alerts did not do what they should"; }
     step "recorded '$name': promtool test rules SUCCESS ($*)"
 }
-attach_labels="severity=warning,method=ControllerPublishVolume,job=$controller_job,namespace=$NAMESPACE"
 
-step "normal: an attach of the test cloud's usual speed"
-start=$(date +%s)
-attach normal-attach 300
-record normal "$start" --silent CinderCSIAttachDetachNearTimeout@5 \
-    --silent CinderCSIAttachDetachNearTimeout@20 --silent CinderCSIAttachDetachNearTimeout@35 \
-    --silent CinderCSIControllerDown@20
+# The file that delays the attach of a volume by its PVC name's prefix.
+delay_file() {
+    case $(k8s_backend) in
+        local) echo "$(local_dir)/attach-delay" ;;
+        openstack)
+            [[ -f $OSTACK_ENV ]] || fail "the slow attach needs the test cloud's env ($OSTACK_ENV)"
+            # shellcheck disable=SC1090
+            echo "$(. "$OSTACK_ENV" && echo "$OSTACK_VOLUME_DIR")/attach-delay"
+            ;;
+    esac
+}
 
-step "slow: the test cloud delays the attach by $SLOW_S s"
-delay_file=$volume_dir/attach-delay
-echo "slow-attach $SLOW_S" >"$delay_file"
-start=$(date +%s)
-attach slow-attach 400
-rm -f "$delay_file"
-delay_file=
-took=$(q "max(increase(cinder_csi_rpc_duration_seconds_sum{job=\"$controller_job\",method=\"ControllerPublishVolume\"}[10m]))")
-step "slow attach recorded: ControllerPublishVolume took ${took%.*} s in all over the last 10 min"
-elapsed=$(( ($(date +%s) - start) / 60 ))
-record slow "$start" --silent CinderCSIAttachDetachNearTimeout@1 \
-    --fires "CinderCSIAttachDetachNearTimeout@$((elapsed + 17)):$attach_labels" \
-    --fires "CinderCSIAttachDetachNearTimeout@$((elapsed + 30)):$attach_labels"
+finish() {
+    [[ -f $dir/start ]] || fail "not started (tests/monitoring/cluster.sh start)"
+    trap 'stop' EXIT
+    local start elapsed took down_at sts replicas
+    k create namespace "$ns" --dry-run=client -o yaml | k apply -f - >/dev/null
+    local attach_labels="severity=warning,method=ControllerPublishVolume,job=$controller_job,namespace=$NAMESPACE"
+    start=$(<"$dir/start")
+    [[ -n $(q "sum(cinder_csi_rpc_requests_total{job=\"$controller_job\",method=\"ControllerPublishVolume\"})") ]] \
+        || fail "nothing was attached since start: no normal attach to record"
+    elapsed=$((($(date +%s) - start) / 60))
+    step "normal: the $elapsed min since start"
+    record normal "$start" --silent "CinderCSIAttachDetachNearTimeout@$((elapsed + 5))" \
+        --silent "CinderCSIAttachDetachNearTimeout@$((elapsed + 20))" \
+        --silent "CinderCSIAttachDetachNearTimeout@$((elapsed + 35))" \
+        --silent "CinderCSIControllerDown@$((elapsed + 20))"
 
-step "down: the controller scaled to 0"
-replicas=$controllers
-start=$(date +%s)
-sleep 20
-k -n "$NAMESPACE" scale "$sts" --replicas=0 >/dev/null
-k -n "$NAMESPACE" wait --for=delete pod --timeout=3m \
-    -l "app.kubernetes.io/instance=$RELEASE,app.kubernetes.io/component=controller" >/dev/null 2>&1 || true
-for _ in $(seq 30); do [[ -z $(q "up{job=\"$controller_job\"}") ]] && break; sleep 2; done
-[[ -z $(q "up{job=\"$controller_job\"}") ]] || fail "Prometheus still has controller targets"
-down_at=$(( ($(date +%s) - start) / 60 ))
-sleep 30
-record down "$start" --silent CinderCSIControllerDown@0 \
-    --fires "CinderCSIControllerDown@$((down_at + 7)):severity=critical,job=$controller_job" \
-    --silent CinderCSINodePluginsAbsent@$((down_at + 7))
-k -n "$NAMESPACE" scale "$sts" --replicas="$replicas" >/dev/null
-k -n "$NAMESPACE" rollout status "$sts" --timeout=5m >/dev/null
-replicas=
-step "passed in $((SECONDS - t0)) s"
+    step "slow: the backend delays the attach by $SLOW_S s"
+    local f
+    f=$(delay_file)
+    echo "$f" >"$dir/delay-file"
+    echo "slow-attach $SLOW_S" >"$f"
+    start=$(date +%s)
+    attach slow-attach $((SLOW_S + 180))
+    rm -f "$f" "$dir/delay-file"
+    took=$(q "max(increase(cinder_csi_rpc_duration_seconds_sum{job=\"$controller_job\",method=\"ControllerPublishVolume\"}[10m]))")
+    step "slow attach recorded: ControllerPublishVolume took ${took%.*} s in all over the last 10 min"
+    elapsed=$((($(date +%s) - start) / 60))
+    record slow "$start" --silent CinderCSIAttachDetachNearTimeout@1 \
+        --fires "CinderCSIAttachDetachNearTimeout@$((elapsed + 17)):$attach_labels" \
+        --fires "CinderCSIAttachDetachNearTimeout@$((elapsed + 30)):$attach_labels"
+
+    step "down: the controller scaled to 0"
+    sts=$(controller_set)
+    replicas=$(k -n "$NAMESPACE" get "$sts" -o jsonpath='{.spec.replicas}')
+    echo "$replicas" >"$dir/replicas"
+    start=$(date +%s)
+    sleep 20
+    k -n "$NAMESPACE" scale "$sts" --replicas=0 >/dev/null
+    k -n "$NAMESPACE" wait --for=delete pod --timeout=3m \
+        -l "app.kubernetes.io/instance=$RELEASE,app.kubernetes.io/component=controller" >/dev/null 2>&1 || true
+    for _ in $(seq 30); do [[ -z $(q "up{job=\"$controller_job\"}") ]] && break; sleep 2; done
+    [[ -z $(q "up{job=\"$controller_job\"}") ]] || fail "Prometheus still has controller targets"
+    down_at=$((($(date +%s) - start) / 60))
+    sleep 30
+    record down "$start" --silent CinderCSIControllerDown@0 \
+        --fires "CinderCSIControllerDown@$((down_at + 7)):severity=critical,job=$controller_job" \
+        --silent "CinderCSINodePluginsAbsent@$((down_at + 7))"
+    k -n "$NAMESPACE" scale "$sts" --replicas="$replicas" >/dev/null
+    rm -f "$dir/replicas"
+    k -n "$NAMESPACE" rollout status "$sts" --timeout=5m >/dev/null
+    step "passed in $((SECONDS - t0)) s"
+}
+
+case ${1:-all} in
+    start) start ;;
+    finish) finish ;;
+    stop) stop ;;
+    all)
+        trap 'stop' EXIT
+        start
+        k create namespace "$ns" >/dev/null
+        step "normal: an attach of the backend's usual speed"
+        attach normal-attach 300
+        finish
+        ;;
+    *) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac

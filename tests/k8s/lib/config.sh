@@ -129,6 +129,8 @@ chart_values() {
             # plugin's id is its Kubernetes node's name (the downward API): the backend's
             # servers, and so its attachment records, are the nodes (one node: the host name,
             # as before; several: node-I, not one host name for all).
+            # The controller sees the kubelet dir's mounts (HostToContainer) to freeze a group
+            # snapshot's mounted members (FIFREEZE through their staging mounts).
             cat >"$f" <<EOF
 secret: {enabled: false}
 node:
@@ -143,9 +145,11 @@ controller:
   extraVolumes:
     - {name: local-dir, hostPath: {path: $state/local, type: DirectoryOrCreate}}
     - {name: dev, hostPath: {path: /dev, type: Directory}}
+    - {name: kubelet-dir, hostPath: {path: $kubelet_dir, type: Directory}}
   extraVolumeMounts:
     - {name: local-dir, mountPath: $state/local}
     - {name: dev, mountPath: /dev}
+    - {name: kubelet-dir, mountPath: $kubelet_dir, mountPropagation: HostToContainer}
 EOF
             ;;
         openstack)
