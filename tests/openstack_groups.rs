@@ -443,6 +443,52 @@ async fn group_snapshots_against_real_openstack() {
         assert_eq!(s.group_snapshot_id, g.group_snapshot_id);
         objects.snapshots.push(s.snapshot_id.clone());
     }
+    // What csi-snapshotter asks of each member once the group is ready, again and again: a
+    // member stays listed by its id, ready, in its group (the cluster stage saw members' contents
+    // turn back to readyToUse=false while Cinder had them all available).
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    for s in &g.snapshots {
+        let listed = call(
+            "ListSnapshots",
+            ctl.list_snapshots(timeout(
+                pb::ListSnapshotsRequest {
+                    snapshot_id: s.snapshot_id.clone(),
+                    ..Default::default()
+                },
+                60,
+            )),
+        )
+        .await
+        .entries;
+        assert_eq!(
+            listed.len(),
+            1,
+            "member {} not listed by its id",
+            s.snapshot_id
+        );
+        let m = listed[0].snapshot.as_ref().unwrap();
+        assert!(
+            m.ready_to_use,
+            "member {} listed not ready: {m:?}",
+            s.snapshot_id
+        );
+        assert_eq!(m.group_snapshot_id, g.group_snapshot_id);
+    }
+    let again = call(
+        "GetVolumeGroupSnapshot",
+        groups.get_volume_group_snapshot(timeout(
+            pb::GetVolumeGroupSnapshotRequest {
+                group_snapshot_id: g.group_snapshot_id.clone(),
+                ..Default::default()
+            },
+            60,
+        )),
+    )
+    .await
+    .group_snapshot
+    .unwrap();
+    assert!(again.ready_to_use, "{again:?}");
+    assert!(again.snapshots.iter().all(|m| m.ready_to_use), "{again:?}");
     // Cinder: one helper group holding the three volumes, the group snapshot of it.
     let hg = helper_groups(&cloud);
     assert_eq!(hg.len(), groups_before + 1, "{hg:?}");
