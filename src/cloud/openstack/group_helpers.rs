@@ -269,25 +269,10 @@ impl OpenStack {
 mod tests {
     use super::*;
 
-    use crate::cloud::VolumeStatus;
-
     fn vol(id: &str, t: &str) -> Volume {
         Volume {
-            id: id.into(),
-            name: String::new(),
-            size_gib: 1,
-            status: VolumeStatus::Available,
-            availability_zone: "nova".into(),
             volume_type: Some(t.into()),
-            multiattach: false,
-            bootable: false,
-            metadata: Default::default(),
-            attachments: vec![],
-            snapshot_id: None,
-            source_volume_id: None,
-            backup_id: None,
-            created_at: None,
-            group_id: None,
+            ..Volume::sample(id)
         }
     }
 

@@ -219,3 +219,28 @@ pub struct VolumeFilter {
 
 /// How Cinder may move data on retype: `[BlockStorage] retype-migration-policy`, as parsed.
 pub use crate::config::RetypeMigrationPolicy as MigrationPolicy;
+
+#[cfg(test)]
+impl Volume {
+    /// An available, unattached 1 GiB volume in `nova` with nothing else set: unit tests
+    /// change what they are about with struct update syntax.
+    pub(crate) fn sample(id: &str) -> Self {
+        Volume {
+            id: id.into(),
+            name: String::new(),
+            size_gib: 1,
+            status: VolumeStatus::Available,
+            availability_zone: "nova".into(),
+            volume_type: None,
+            multiattach: false,
+            bootable: false,
+            metadata: Default::default(),
+            attachments: vec![],
+            snapshot_id: None,
+            source_volume_id: None,
+            backup_id: None,
+            created_at: None,
+            group_id: None,
+        }
+    }
+}

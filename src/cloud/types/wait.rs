@@ -143,15 +143,9 @@ mod tests {
 
     fn vol(status: VolumeStatus, attached: Option<&str>, size: u64) -> Volume {
         Volume {
-            id: "v".to_string(),
-            name: String::new(),
             size_gib: size,
             status,
             availability_zone: String::new(),
-            volume_type: None,
-            multiattach: false,
-            bootable: false,
-            metadata: Default::default(),
             attachments: attached
                 .map(|s| {
                     vec![Attachment {
@@ -161,11 +155,7 @@ mod tests {
                     }]
                 })
                 .unwrap_or_default(),
-            snapshot_id: None,
-            source_volume_id: None,
-            backup_id: None,
-            created_at: None,
-            group_id: None,
+            ..Volume::sample("v")
         }
     }
 

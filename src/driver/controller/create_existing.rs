@@ -164,21 +164,8 @@ mod tests {
 
     fn vol() -> Volume {
         Volume {
-            id: "v".into(),
             name: "n".into(),
-            size_gib: 1,
-            status: VolumeStatus::Available,
-            availability_zone: "nova".into(),
-            volume_type: None,
-            multiattach: false,
-            bootable: false,
-            metadata: Default::default(),
-            attachments: vec![],
-            snapshot_id: None,
-            source_volume_id: None,
-            backup_id: None,
-            created_at: None,
-            group_id: None,
+            ..Volume::sample("v")
         }
     }
 
