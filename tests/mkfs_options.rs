@@ -72,36 +72,6 @@ fn discarded_sectors(device: &Path) -> u64 {
         .unwrap_or(0)
 }
 
-/// ControllerPublish only (the loop device exists, nothing formatted yet).
-async fn attach(
-    rig: &Rig,
-    c: &cinder_csi::ctl::Client,
-    v: &pb::Volume,
-    fs: &str,
-    pod: &str,
-) -> InPod {
-    let publish_context = c
-        .controller()
-        .controller_publish_volume(c.req(pb::ControllerPublishVolumeRequest {
-            volume_id: v.volume_id.clone(),
-            node_id: NODE.into(),
-            volume_capability: Some(mount_cap(fs)),
-            volume_context: v.volume_context.clone(),
-            ..Default::default()
-        }))
-        .await
-        .unwrap()
-        .into_inner()
-        .publish_context;
-    InPod {
-        id: v.volume_id.clone(),
-        context: v.volume_context.clone(),
-        publish_context,
-        staging: rig.staging(&v.volume_id),
-        target: rig.target(pod, &v.volume_id),
-    }
-}
-
 /// Sectors the rig's only loop device discarded during NodeStage + NodePublish (the kernel's
 /// counters outlive a loop device's earlier uses, so this is a difference).
 async fn stage_counting_discards(

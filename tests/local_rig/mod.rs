@@ -268,6 +268,13 @@ pub async fn create(
 
 /// ControllerPublish + NodeStage + NodePublish, as kubelet does.
 pub async fn attach_and_mount(rig: &Rig, c: &Client, v: &pb::Volume, fs: &str, pod: &str) -> InPod {
+    let p = attach(rig, c, v, fs, pod).await;
+    stage_and_publish(c, &p, fs).await;
+    p
+}
+
+/// ControllerPublish only (the loop device exists, nothing staged yet).
+pub async fn attach(rig: &Rig, c: &Client, v: &pb::Volume, fs: &str, pod: &str) -> InPod {
     let publish_context = c
         .controller()
         .controller_publish_volume(c.req(pb::ControllerPublishVolumeRequest {
@@ -281,17 +288,13 @@ pub async fn attach_and_mount(rig: &Rig, c: &Client, v: &pb::Volume, fs: &str, p
         .unwrap()
         .into_inner()
         .publish_context;
-    let staging = rig.staging(&v.volume_id);
-    let target = rig.target(pod, &v.volume_id);
-    let p = InPod {
+    InPod {
         id: v.volume_id.clone(),
         context: v.volume_context.clone(),
         publish_context,
-        staging,
-        target,
-    };
-    stage_and_publish(c, &p, fs).await;
-    p
+        staging: rig.staging(&v.volume_id),
+        target: rig.target(pod, &v.volume_id),
+    }
 }
 
 pub async fn stage_and_publish(c: &Client, p: &InPod, fs: &str) {
