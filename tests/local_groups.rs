@@ -13,87 +13,19 @@
 //! - A freeze left by a crash (`frozen.json`) is thawed at the next start.
 
 mod local_rig;
+mod seq_writer;
 
 use std::collections::BTreeSet;
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use cinder_csi::csi::pb;
 use cinder_csi::csi::pb::volume_content_source::{SnapshotSource, Type};
 use local_rig::*;
+use seq_writer::{numbers, Writer};
 use tonic::Code;
 
 const FILESYSTEMS: [&str; 3] = ["xfs", "ext4", "btrfs"];
-
-/// Appends `seq\n` to `files[seq % n]`, one write after the other, until stopped.
-struct Writer {
-    stop: Arc<AtomicBool>,
-    written: Arc<AtomicU64>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Writer {
-    fn start(files: Vec<PathBuf>) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let written = Arc::new(AtomicU64::new(0));
-        let (s, w) = (stop.clone(), written.clone());
-        let thread = std::thread::spawn(move || {
-            let mut out: Vec<std::fs::File> = files
-                .iter()
-                .map(|p| {
-                    std::fs::OpenOptions::new()
-                        .create(true)
-                        .append(true)
-                        .open(p)
-                        .unwrap()
-                })
-                .collect();
-            let mut seq = 0u64;
-            while !s.load(Ordering::Relaxed) {
-                let n = out.len();
-                // A write returns once it is in the page cache: a later write is issued only
-                // after the earlier one completed, the order a snapshot must respect.
-                out[(seq as usize) % n]
-                    .write_all(format!("{seq}\n").as_bytes())
-                    .unwrap();
-                seq += 1;
-                w.store(seq, Ordering::Relaxed);
-            }
-        });
-        Self {
-            stop,
-            written,
-            thread: Some(thread),
-        }
-    }
-
-    fn written(&self) -> u64 {
-        self.written.load(Ordering::Relaxed)
-    }
-
-    fn finish(mut self) -> u64 {
-        self.stop.store(true, Ordering::Relaxed);
-        self.thread.take().unwrap().join().unwrap();
-        self.written()
-    }
-}
-
-impl Drop for Writer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
-}
-
-fn numbers(path: &Path) -> Vec<u64> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| l.parse().unwrap())
-        .collect()
-}
 
 async fn create_group(
     c: &cinder_csi::ctl::Client,

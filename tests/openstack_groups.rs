@@ -16,18 +16,17 @@
 //! Runs only with CINDER_CSI_OSTACK_ENV=<state>/env.sh; prints "skipped: ..." otherwise.
 
 mod openstack_support;
+mod seq_writer;
 
 use std::collections::{BTreeSet, HashMap};
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use cinder_csi::csi::pb;
 use openstack_support::{
     call, log_cleanup, Cloud, CloudObjects, Controller, Driver, MountGuard, Node,
 };
+use seq_writer::{numbers, Writer};
 use serde_json::{json, Value};
 use tonic::transport::Channel;
 use tonic::Code;
@@ -317,14 +316,6 @@ impl Drop for Groupware<'_> {
     }
 }
 
-fn numbers(path: &Path) -> Vec<u64> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| l.parse().unwrap())
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn group_snapshots_against_real_openstack() {
     let Some(cloud) = Cloud::from_env("openstack_groups") else {
@@ -399,41 +390,15 @@ async fn group_snapshots_against_real_openstack() {
     );
 
     // The writer: 0, 1, 2, ... round-robin over the three volumes, each write after the last.
-    let stop = Arc::new(AtomicBool::new(false));
-    let written = Arc::new(AtomicU64::new(0));
-    let files: Vec<PathBuf> = mounted.iter().map(|m| m.target.join("seq.log")).collect();
-    let (s, w) = (stop.clone(), written.clone());
-    let writer = std::thread::spawn(move || {
-        let mut out: Vec<std::fs::File> = files
-            .iter()
-            .map(|p| {
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(p)
-                    .unwrap()
-            })
-            .collect();
-        let mut seq = 0u64;
-        while !s.load(Ordering::Relaxed) {
-            let n = out.len();
-            out[(seq as usize) % n]
-                .write_all(format!("{seq}\n").as_bytes())
-                .unwrap();
-            seq += 1;
-            w.store(seq, Ordering::Relaxed);
-        }
-    });
-    while written.load(Ordering::Relaxed) < 3000 {
+    let writer = Writer::start(mounted.iter().map(|m| m.target.join("seq.log")).collect());
+    while writer.written() < 3000 {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let t = std::time::Instant::now();
     let g = group_ready(&mut groups, &format!("{prefix}g1"), &sources).await;
-    let at = written.load(Ordering::Relaxed);
+    let at = writer.written();
     tokio::time::sleep(Duration::from_millis(300)).await;
-    stop.store(true, Ordering::Relaxed);
-    writer.join().unwrap();
-    let total = written.load(Ordering::Relaxed);
+    let total = writer.finish();
     println!(
         "group snapshot ready in {:?}, {at} of {total} writes done by then",
         t.elapsed()
