@@ -32,9 +32,20 @@ k8s_backend() {
         grep -q -- '--backend=local' && echo local || echo openstack
 }
 
+# The namespace of the driver's controller or node pods: the release's, or for the node
+# plugin its own (the chart's node.namespace; tests/k8s/cluster puts it in a privileged one).
+driver_ns() {
+    local ns=""
+    if [[ $1 == node ]]; then
+        ns=$(k get daemonset -A -l app.kubernetes.io/name=cinder-csi,app.kubernetes.io/component=node \
+            -o jsonpath='{.items[0].metadata.namespace}' 2>/dev/null) || ns=""
+    fi
+    echo "${ns:-$K8S_DRIVER_NS}"
+}
+
 # The driver's controller or node pod (the first one).
 plugin_pod() {
-    k -n "$K8S_DRIVER_NS" get pods -l "app.kubernetes.io/name=cinder-csi,app.kubernetes.io/component=$1" \
+    k -n "$(driver_ns "$1")" get pods -l "app.kubernetes.io/name=cinder-csi,app.kubernetes.io/component=$1" \
         --field-selector=status.phase!=Failed -o jsonpath='{.items[0].metadata.name}'
 }
 
@@ -154,10 +165,10 @@ diagnose() {
     k -n "$ns" get pods,pvc,volumesnapshot -o wide 2>&1 | head -40
     k -n "$ns" get events --sort-by=.lastTimestamp 2>&1 | tail -25
     echo "--- driver pods"
-    k -n "$K8S_DRIVER_NS" get pods -l app.kubernetes.io/name=cinder-csi -o wide 2>&1
+    k get pods -A -l app.kubernetes.io/name=cinder-csi -o wide 2>&1
     local p
     for p in controller node; do
         echo "--- $p plugin log (tail)"
-        k -n "$K8S_DRIVER_NS" logs "$(plugin_pod "$p" 2>/dev/null)" -c cinder-csi-plugin --tail=30 2>&1 || true
+        k -n "$(driver_ns "$p")" logs "$(plugin_pod "$p" 2>/dev/null)" -c cinder-csi-plugin --tail=30 2>&1 || true
     done
 }

@@ -82,6 +82,10 @@ stop() {
     for c in servicemonitors podmonitors prometheusrules; do
         k delete crd "$c.monitoring.coreos.com" --ignore-not-found >/dev/null
     done
+    # The recordings outlive the run, for a look at what promtool was fed.
+    if compgen -G "$dir/*.test.yaml" >/dev/null; then
+        rm -rf "$dir.last" && mkdir -p "$dir.last" && cp "$dir"/*.test.yaml* "$dir"/*.out "$dir.last"/ 2>/dev/null
+    fi
     rm -rf "$dir"
     return 0
 }
@@ -163,7 +167,9 @@ for t in json.load(sys.stdin)["data"]["activeTargets"]:
 }
 
 # attach NAME TIMEOUT_S: a PVC of the chart's StorageClass mounted by a pod until it runs,
-# then deleted.
+# then deleted. The pod is made once the claim is Bound: the class binds Immediately, and a
+# pod made beside an unbound claim fails its first scheduling and is not retried when the
+# claim binds, only at the scheduler's 5-minute flush of unschedulable pods.
 attach() {
     local name=$1 timeout=$2
     k -n "$ns" apply -f - >/dev/null <<EOF
@@ -174,7 +180,10 @@ spec:
   accessModes: [ReadWriteOnce]
   storageClassName: csi-cinder-sc-delete
   resources: {requests: {storage: 1Gi}}
----
+EOF
+    k -n "$ns" wait --for=jsonpath='{.status.phase}'=Bound "pvc/$name" --timeout=180s >/dev/null \
+        || { k -n "$ns" describe pvc "$name" | tail -15; fail "claim $name not bound"; }
+    k -n "$ns" apply -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Pod
 metadata: {name: $name}
@@ -243,8 +252,15 @@ finish() {
     start=$(date +%s)
     attach slow-attach $((SLOW_S + 180))
     rm -f "$f" "$dir/delay-file"
-    took=$(q "max(increase(cinder_csi_rpc_duration_seconds_sum{job=\"$controller_job\",method=\"ControllerPublishVolume\"}[10m]))")
-    step "slow attach recorded: ControllerPublishVolume took ${took%.*} s in all over the last 10 min"
+    # Scraped once it shows in the histogram's sum (the next scrape after the call returned).
+    for _ in $(seq 12); do
+        took=$(q "max(increase(cinder_csi_rpc_duration_seconds_sum{job=\"$controller_job\",method=\"ControllerPublishVolume\"}[10m]))")
+        took=${took%.*}
+        ((${took:-0} >= SLOW_S * 9 / 10)) && break
+        sleep 5
+    done
+    ((${took:-0} >= SLOW_S * 9 / 10)) || fail "Prometheus has no slow ControllerPublishVolume: ${took:-nothing} s in all over 10 min"
+    step "slow attach scraped: ControllerPublishVolume took $took s in all over the last 10 min"
     elapsed=$((($(date +%s) - start) / 60))
     record slow "$start" --silent CinderCSIAttachDetachNearTimeout@1 \
         --fires "CinderCSIAttachDetachNearTimeout@$((elapsed + 17)):$attach_labels" \
