@@ -17,6 +17,7 @@ pub mod driver;
 pub mod host;
 pub mod http_client;
 pub mod http_endpoint;
+pub mod kube;
 pub mod memory;
 pub mod metadata;
 pub mod metrics;

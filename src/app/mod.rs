@@ -2,6 +2,7 @@
 //! Everything is built here and passed down as `Arc`s; nothing is global. This file only
 //! declares the steps and what they export.
 
+mod claims;
 mod clouds;
 mod device_addresses;
 mod error;

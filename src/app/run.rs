@@ -36,9 +36,6 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
             "upstream cinder-csi-plugin flags accepted and ignored: this driver has no use for them"
         );
     }
-    for warning in args.upstream.warnings() {
-        tracing::warn!("{warning}");
-    }
     if let Some(value) = std::env::var_os("NODE_ID") {
         tracing::warn!(NODE_ID = ?value, "{}", crate::cli::NODE_ID_ENV_WARNING);
     }
@@ -65,11 +62,14 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
         );
         monitor.spawn();
         readiness.push(monitor);
-        let core = Arc::new(Controller::new(
+        let mut core = Controller::new(
             clouds,
             controller_options(&args, &plan.config.block_storage),
-        ));
-        Some(core)
+        );
+        if args.upstream.pvc_annotations() {
+            core = core.with_claims(super::claims::claim_reader(&args).await?);
+        }
+        Some(Arc::new(core))
     } else {
         None
     };

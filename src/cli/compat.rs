@@ -17,12 +17,16 @@ pub struct UpstreamCompat {
     #[arg(long = "node-service-no-os-client", hide = true, num_args = 0..=1,
           default_missing_value = "true", action = ArgAction::Set)]
     pub node_service_no_os_client: Option<bool>,
-    /// PVC affinity annotations need a Kubernetes API client, which this driver does not run:
-    /// `--pvc-annotations` is accepted and warned about (see [`UpstreamCompat::warnings`]).
-    #[arg(long = "pvc-annotations", hide = true, num_args = 0..=1,
-          default_missing_value = "true", action = ArgAction::Set)]
+    /// Read each new volume's PVC (one GET per CreateVolume) and turn its annotations
+    /// cinder.csi.openstack.org/affinity and /anti-affinity into Cinder scheduler hints
+    /// (same_host / different_host). Needs the provisioner's --extra-create-metadata and
+    /// `get` on persistentvolumeclaims (the chart's pvcAnnotations: true sets both).
+    #[arg(long = "pvc-annotations", env = "CINDER_CSI_PVC_ANNOTATIONS", num_args = 0..=1,
+          default_missing_value = "true", action = ArgAction::Set, value_name = "BOOL")]
     pub pvc_annotations: Option<bool>,
-    #[arg(long = "kubeconfig", hide = true)]
+    /// With --pvc-annotations: the Kubernetes API from this kubeconfig (its current context)
+    /// instead of the pod's service account.
+    #[arg(long = "kubeconfig", value_name = "FILE")]
     pub kubeconfig: Option<String>,
     #[arg(long = "master", hide = true)]
     pub master: Option<String>,
@@ -42,12 +46,6 @@ pub struct UpstreamCompat {
     pub log_flush_frequency: Option<String>,
 }
 
-/// What `--pvc-annotations` would have done upstream and does not do here.
-pub const PVC_ANNOTATIONS_WARNING: &str =
-    "--pvc-annotations is set but PVC annotations are NOT honoured: \
-    cinder.csi.openstack.org/affinity and cinder.csi.openstack.org/anti-affinity on a PVC are \
-    ignored and volumes are created without Cinder scheduler hints (same_host/different_host)";
-
 /// Upstream's ignored `--nodeid` was fed from `NODE_ID`; this driver reads neither.
 pub const NODE_ID_ENV_WARNING: &str = "the NODE_ID environment variable is set but not used: \
     the node id is --node-id / CINDER_CSI_NODE_ID, else the Nova instance UUID from the metadata \
@@ -55,13 +53,9 @@ pub const NODE_ID_ENV_WARNING: &str = "the NODE_ID environment variable is set b
     remove NODE_ID";
 
 impl UpstreamCompat {
-    /// Startup warnings about upstream flags whose meaning is lost here.
-    pub fn warnings(&self) -> Vec<&'static str> {
-        let mut out = Vec::new();
-        if self.pvc_annotations == Some(true) {
-            out.push(PVC_ANNOTATIONS_WARNING);
-        }
-        out
+    /// Whether `--pvc-annotations` is on.
+    pub fn pvc_annotations(&self) -> bool {
+        self.pvc_annotations == Some(true)
     }
 
     /// The upstream flags that were given, by name, for the startup warning.
@@ -73,8 +67,11 @@ impl UpstreamCompat {
                 "--node-service-no-os-client",
                 self.node_service_no_os_client.is_some(),
             ),
-            ("--pvc-annotations", self.pvc_annotations.is_some()),
-            ("--kubeconfig", self.kubeconfig.is_some()),
+            // Only --pvc-annotations reads the Kubernetes API.
+            (
+                "--kubeconfig",
+                self.kubeconfig.is_some() && !self.pvc_annotations(),
+            ),
             ("--master", self.master.is_some()),
             ("--kube-api-qps", self.kube_api_qps.is_some()),
             ("--kube-api-burst", self.kube_api_burst.is_some()),

@@ -7,7 +7,7 @@ mod serve;
 mod tests;
 
 use clap::{Parser, Subcommand};
-pub use compat::{UpstreamCompat, NODE_ID_ENV_WARNING, PVC_ANNOTATIONS_WARNING};
+pub use compat::{UpstreamCompat, NODE_ID_ENV_WARNING};
 pub use serve::{Backend, LogFormat, Mode, ServeArgs};
 
 use crate::version::LONG_VERSION;

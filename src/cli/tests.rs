@@ -72,7 +72,6 @@ fn upstream_manifest_flags_are_accepted() {
         vec![
             "--nodeid",
             "--node-service-no-os-client",
-            "--pvc-annotations",
             "--user-agent",
             "--vmodule",
             "--log-flush-frequency"
@@ -115,21 +114,18 @@ fn upstream_binary_path_as_first_argument_is_dropped() {
 }
 
 #[test]
-fn pvc_annotations_warns_that_annotations_are_ignored() {
-    let a = parse(&["--pvc-annotations"]);
-    let w = a.upstream.warnings();
-    assert_eq!(w.len(), 1);
+fn pvc_annotations_is_a_flag_and_kubeconfig_is_ignored_without_it() {
+    let a = parse(&["--pvc-annotations", "--kubeconfig=/k"]);
+    assert!(a.upstream.pvc_annotations());
     assert!(
-        w[0].contains("cinder.csi.openstack.org/affinity")
-            && w[0].contains("anti-affinity")
-            && w[0].contains("NOT honoured"),
-        "{w:?}"
+        a.upstream.ignored().is_empty(),
+        "{:?}",
+        a.upstream.ignored()
     );
-    assert!(parse(&["--pvc-annotations=false"])
-        .upstream
-        .warnings()
-        .is_empty());
-    assert!(parse(&[]).upstream.warnings().is_empty());
+    let a = parse(&["--pvc-annotations=false", "--kubeconfig=/k"]);
+    assert!(!a.upstream.pvc_annotations());
+    assert_eq!(a.upstream.ignored(), vec!["--kubeconfig"]);
+    assert!(!parse(&[]).upstream.pvc_annotations());
 }
 
 #[test]

@@ -17,6 +17,7 @@ use tonic::{Code, Status};
 use crate::cloud::CloudError;
 use crate::driver::{Error, Task, TokenProblem};
 use crate::host::HostError;
+use crate::kube::KubeError;
 use crate::metadata::MetadataError;
 
 pub fn code_of(err: &Error) -> Code {
@@ -43,6 +44,7 @@ pub fn code_of(err: &Error) -> Code {
         Error::Cloud(e) => cloud_code(e),
         Error::Host(e) => host_code(e),
         Error::Metadata(e) => metadata_code(e),
+        Error::Kube(e) => kube_code(e),
     }
 }
 
@@ -91,6 +93,15 @@ fn metadata_code(err: &MetadataError) -> Code {
     match err {
         MetadataError::Unavailable(_) => Code::Unavailable,
         MetadataError::Invalid(_) => Code::FailedPrecondition,
+    }
+}
+
+fn kube_code(err: &KubeError) -> Code {
+    match err {
+        // The provisioner retries; the API server will be back.
+        KubeError::Unavailable(_) => Code::Unavailable,
+        // RBAC, the token or the PVC must change first.
+        KubeError::Refused { .. } | KubeError::Invalid { .. } => Code::FailedPrecondition,
     }
 }
 
@@ -173,6 +184,7 @@ impl Display for Error {
             Error::Cloud(e) => write!(f, "{e}"),
             Error::Host(e) => write!(f, "{e}"),
             Error::Metadata(e) => write!(f, "{e}"),
+            Error::Kube(e) => write!(f, "{e}"),
         }
     }
 }

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 
 use crate::cloud::{CloudError, VolumeStatus};
 use crate::host::HostError;
+use crate::kube::KubeError;
 use crate::metadata::MetadataError;
 
 pub use mismatch::{Mismatch, VolumeDiff};
@@ -94,6 +95,8 @@ pub enum Error {
     Cloud(CloudError),
     Host(HostError),
     Metadata(MetadataError),
+    /// The Kubernetes API could not give the PVC's annotations (`--pvc-annotations`).
+    Kube(KubeError),
 }
 
 /// Why a listing token is refused.
@@ -120,6 +123,7 @@ impl std::error::Error for Error {
             Self::Cloud(e) => e.source(),
             Self::Host(e) => e.source(),
             Self::Metadata(e) => e.source(),
+            Self::Kube(e) => e.source(),
             Self::GrowFailed { source, .. } => Some(source.as_ref()),
             Self::TaskFailed { source, .. } => Some(source),
             Self::Invalid(_)

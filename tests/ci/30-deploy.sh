@@ -61,6 +61,7 @@ node:
   resources: {limits: {}}
 sidecars: {imagePullPolicy: Always, livenessProbe: {image: x/livenessprobe:v1, port: 9808, extraArgs: [--probe-timeout=3s]}}
 csiDriver: {fsGroupPolicy: File, volumeLifecycleModes: [Persistent], storageCapacity: true, seLinuxMount: true}
+pvcAnnotations: true
 storageClass:
   volumeBindingMode: WaitForFirstConsumer
   fsType: xfs
@@ -86,6 +87,22 @@ has() { grep "$@" >/dev/null; }
 has seLinuxMount <<<"$(render -s templates/csidriver.yaml)" && fail "seLinuxMount rendered by default"
 has '^  seLinuxMount: true$' <<<"$(render -s templates/csidriver.yaml --set csiDriver.seLinuxMount=true)" \
     || fail "csiDriver.seLinuxMount=true not rendered"
+# pvcAnnotations (upstream's key): the plugin's --pvc-annotations and a ClusterRole with exactly
+# `get` on persistentvolumeclaims, bound to the controller's account; neither by default.
+has -- '--pvc-annotations' <<<"$(render)" && fail "--pvc-annotations rendered by default"
+has 'pvc-annotations' <<<"$(render -s templates/controller-rbac.yaml)" \
+    && fail "the pvc-annotations ClusterRole rendered by default"
+pvc=$(render --set pvcAnnotations=true)
+awk '/- name: cinder-csi-plugin$/ {f=1} f && /^        - name: / && !/cinder-csi-plugin/ {f=0} f' \
+    <<<"$pvc" | has -- '- --pvc-annotations$' || fail "pvcAnnotations=true: no --pvc-annotations"
+python3 - "$pvc" <<'PY' || fail "pvcAnnotations=true: RBAC not exactly get on persistentvolumeclaims"
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(sys.argv[1]) if d]
+role = [d for d in docs if d['kind'] == 'ClusterRole' and d['metadata']['name'].endswith('-pvc-annotations')]
+bind = [d for d in docs if d['kind'] == 'ClusterRoleBinding' and d['roleRef']['name'].endswith('-pvc-annotations')]
+assert len(role) == 1 and role[0]['rules'] == [{'apiGroups': [''], 'resources': ['persistentvolumeclaims'], 'verbs': ['get']}], role
+assert len(bind) == 1 and bind[0]['subjects'][0]['name'] == 'r-cinder-csi-controller', bind
+PY
 # The controller is a StatefulSet by default, a Deployment on request; in both every
 # controller sidecar elects a leader, and each kind gets only its own update fields.
 ctl=$(render -s templates/controller.yaml)

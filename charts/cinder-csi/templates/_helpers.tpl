@@ -124,7 +124,6 @@ the key to use instead of silently ignoring them.
   (list "logVerbosityLevel" "logLevel (info, debug, ...)")
   (list "extraLabels" "commonLabels")
   (list "priorityClassName" "controller.priorityClassName and node.priorityClassName")
-  (list "pvcAnnotations" "(none: PVC affinity/anti-affinity annotations are not supported)")
 -}}
 {{- range $renamed -}}
 {{- $path := splitList "." (index . 0) -}}

@@ -275,6 +275,11 @@ impl FakeCloud {
         self.lock().volumes.get(id).map(|v| v.volume.clone())
     }
 
+    /// The scheduler hints volume `id` was created with (empty when it was not).
+    pub fn hints(&self, id: &str) -> crate::cloud::SchedulerHints {
+        self.lock().hints.get(id).cloned().unwrap_or_default()
+    }
+
     pub fn volumes(&self) -> Vec<Volume> {
         self.lock().sorted_volumes().into_iter().cloned().collect()
     }

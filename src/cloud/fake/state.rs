@@ -85,6 +85,8 @@ pub(super) struct State {
     pub default_az: String,
     pub zones: Vec<String>,
     pub groups: super::group_state::GroupState,
+    /// The scheduler hints each volume was created with, by volume id.
+    pub hints: BTreeMap<String, crate::cloud::SchedulerHints>,
 }
 
 impl Default for State {
@@ -109,6 +111,7 @@ impl Default for State {
             default_az: "nova".into(),
             zones: vec!["nova".into()],
             groups: Default::default(),
+            hints: BTreeMap::new(),
         }
     }
 }

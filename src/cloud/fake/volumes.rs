@@ -203,6 +203,7 @@ impl State {
         };
         let pending = self.pending(VolumeAction::Created { error });
         let seq = self.seq;
+        self.hints.insert(id.clone(), req.scheduler_hints.clone());
         self.volumes.insert(
             id,
             FakeVolume {

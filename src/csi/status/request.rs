@@ -283,6 +283,29 @@ impl Display for Invalid {
                 }
                 Ok(())
             }
+            Self::AffinityVolume {
+                claim,
+                annotation,
+                entry,
+                matches,
+            } if matches.is_empty() => write!(
+                f,
+                "PVC {claim} annotation {annotation} names {entry:?}, which is no Cinder volume \
+                 (neither a volume UUID nor a volume name); list existing volumes by name or \
+                 UUID, comma-separated"
+            ),
+            Self::AffinityVolume {
+                claim,
+                annotation,
+                entry,
+                matches,
+            } => write!(
+                f,
+                "PVC {claim} annotation {annotation} names {entry:?}, which is the name of {} \
+                 Cinder volumes ({}); name the one meant by its UUID",
+                matches.len(),
+                joined(matches)
+            ),
         }
     }
 }

@@ -491,3 +491,40 @@ fn node_words() {
         &format!("the mount at /k/s does not answer ({eio}); it cannot be grown"),
     );
 }
+
+#[test]
+fn pvc_annotations_codes_and_words() {
+    use crate::kube::KubeError;
+    let down = Error::Kube(KubeError::Unavailable(
+        "connecting for https://k:6443/…".into(),
+    ));
+    assert_eq!(code_of(&down), Code::Unavailable);
+    let denied = Error::Kube(KubeError::Refused {
+        claim: "ns/data".into(),
+        why: "HTTP 403 Forbidden: no".into(),
+    });
+    assert_eq!(code_of(&denied), Code::FailedPrecondition);
+    let none = Invalid::AffinityVolume {
+        claim: "ns/data".into(),
+        annotation: "cinder.csi.openstack.org/anti-affinity",
+        entry: "pvc-1".into(),
+        matches: vec![],
+    };
+    assert_eq!(code_of(&none.clone().into()), Code::InvalidArgument);
+    says(
+        none,
+        "PVC ns/data annotation cinder.csi.openstack.org/anti-affinity names \"pvc-1\", which is \
+         no Cinder volume (neither a volume UUID nor a volume name); list existing volumes by \
+         name or UUID, comma-separated",
+    );
+    says(
+        Invalid::AffinityVolume {
+            claim: "ns/data".into(),
+            annotation: "cinder.csi.openstack.org/affinity",
+            entry: "db".into(),
+            matches: strings(&["v1", "v2"]),
+        },
+        "PVC ns/data annotation cinder.csi.openstack.org/affinity names \"db\", which is the \
+         name of 2 Cinder volumes (v1, v2); name the one meant by its UUID",
+    );
+}

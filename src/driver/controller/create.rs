@@ -79,19 +79,26 @@ impl Controller {
             .clone()
             .or_else(|| req.params.volume_type.clone());
 
+        // Upstream's `affinity` / `anti-affinity` keys, for a volume created now with hints.
+        let mut context = BTreeMap::new();
         let volume = match self.find_by_name(cloud, &req.name).await? {
             Some(existing) => {
                 self.check_compatible(cloud, &existing, &req, volume_type.as_deref())
                     .await?;
                 existing
             }
-            None => self.create_new(cloud, &req, volume_type).await?,
+            None => {
+                let (created, hint_context) = self.create_new(cloud, &req, volume_type).await?;
+                context = hint_context;
+                created
+            }
         };
         let volume = self
             .until_created(cloud, volume, &req.name, deadline)
             .await?;
 
         let mut info = self.volume_info(&volume);
+        info.context.extend(context);
         // Format options travel to the node's mkfs in the volume context (kept in the PV).
         info.context.extend(req.params.format.clone());
         if info.source.is_none() {
@@ -120,7 +127,7 @@ impl Controller {
         cloud: &Cloud,
         req: &CreateVolume,
         volume_type: Option<String>,
-    ) -> Result<Volume> {
+    ) -> Result<(Volume, BTreeMap<String, String>)> {
         if wants_multi_node(&req.capabilities) {
             let multiattach = match &volume_type {
                 Some(t) => self.resolve_type(cloud, t).await?.multiattach,
@@ -141,6 +148,8 @@ impl Controller {
         };
         let size_gib = size_for(req.capacity, source_gib)?;
         let availability_zone = self.pick_zone(cloud, req).await?;
+        // Before anything is created: a bad annotation changes nothing.
+        let (scheduler_hints, hint_context) = self.scheduler_hints(cloud, req).await?;
         // appendVolumeMetadata first: the driver's and sidecars' keys are refused there, so
         // nothing below overwrites a pair it set.
         let mut metadata: BTreeMap<String, String> = req.params.append_metadata.clone();
@@ -157,7 +166,7 @@ impl Controller {
             availability_zone,
             metadata,
             source,
-            scheduler_hints: Default::default(),
+            scheduler_hints,
         };
         // CSI: mutable_parameters win over parameters, so that is where the type came from.
         let class = if req.mutable.volume_type.is_some() {
@@ -165,7 +174,7 @@ impl Controller {
         } else {
             ParamClass::StorageClass
         };
-        cloud
+        let created = cloud
             .volumes
             .create_volume(&new)
             .await
@@ -183,7 +192,8 @@ impl Controller {
                     id,
                 } => Error::VolumeNotFound { id },
                 other => Error::Cloud(other),
-            })
+            })?;
+        Ok((created, hint_context))
     }
 
     /// AZ precedence (upstream's): `availability` (a Cinder name), then with topology the

@@ -7,6 +7,7 @@
 //! seen, the sidecar retries, and the retry picks the operation up where it stands (by name
 //! for creates, by state for everything else). Error states end a wait at once.
 
+pub mod affinity;
 mod append_metadata;
 mod capabilities;
 mod capacity;
@@ -36,12 +37,13 @@ mod zones;
 mod tests;
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::cloud::{Cloud, CloudError, Clouds, Resource, Volume};
 use crate::config::BlockStorageConfig;
 use crate::driver::types::{topology_value, Topology, ZONE_TOPOLOGY_KEY};
 use crate::driver::{Error, InFlight, InFlightGuard, Invalid, Result};
+use crate::kube::ClaimReader;
 
 use source_tag::recorded_source;
 use zone_cache::ZoneCache;
@@ -79,6 +81,8 @@ pub struct Controller {
     cleaned_backups: Mutex<HashSet<String>>,
     /// Each cloud's availability zones, to map topology values back to Cinder names.
     zones: ZoneCache,
+    /// `--pvc-annotations`: where the PVCs' scheduler hint annotations are read.
+    claims: Option<Arc<dyn ClaimReader>>,
 }
 
 impl Controller {
@@ -89,7 +93,14 @@ impl Controller {
             opts,
             inflight: InFlight::new(),
             cleaned_backups: Mutex::new(HashSet::new()),
+            claims: None,
         }
+    }
+
+    /// Reads PVC annotations through `claims` (`--pvc-annotations`).
+    pub fn with_claims(mut self, claims: Arc<dyn ClaimReader>) -> Self {
+        self.claims = Some(claims);
+        self
     }
 
     pub fn options(&self) -> &ControllerOptions {

@@ -203,6 +203,14 @@ pub enum Invalid {
         not_members: Vec<String>,
         missing: Vec<String>,
     },
+    /// PVC `claim`'s `annotation` names `entry`, which is not exactly one Cinder volume
+    /// (`matches`: the ids of the several it names).
+    AffinityVolume {
+        claim: String,
+        annotation: &'static str,
+        entry: String,
+        matches: Vec<String>,
+    },
 }
 
 /// Why a volume capability cannot be served; also ValidateVolumeCapabilities' message.

@@ -2,6 +2,7 @@
 //! tokio clock is paused, so waits cost no real time. Each RPC: every code the issue and the
 //! CSI spec name for it, and idempotency (each RPC repeated).
 
+mod affinity;
 mod capacity;
 mod create;
 mod delete;
