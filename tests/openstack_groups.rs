@@ -186,29 +186,35 @@ async fn unmount(ctl: &mut Controller, node: &mut Node, node_id: &str, m: &Mount
     .await;
 }
 
-/// CreateVolumeGroupSnapshot as the snapshotter calls it: again until ready.
-async fn group_ready(g: &mut Groups, name: &str, volumes: &[String]) -> pb::VolumeGroupSnapshot {
-    for _ in 0..120 {
-        let r = call(
-            "CreateVolumeGroupSnapshot",
-            g.create_volume_group_snapshot(timeout(
-                pb::CreateVolumeGroupSnapshotRequest {
-                    name: name.into(),
-                    source_volume_ids: volumes.to_vec(),
-                    ..Default::default()
-                },
-                120,
-            )),
-        )
-        .await
-        .group_snapshot
-        .unwrap();
-        if r.ready_to_use {
-            return r;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    panic!("group snapshot {name} never became ready");
+/// CreateVolumeGroupSnapshot once, as the snapshotter first calls it. Its answer must already
+/// be ready, every member too: csi-snapshotter v8.7.0 keeps each member's readyToUse from the
+/// first answer, and the snapshot-controller writes it onto the member VolumeSnapshotContents
+/// (the cluster stage saw them turn back to false when this answered `creating` members).
+async fn group_first_answer(
+    g: &mut Groups,
+    name: &str,
+    volumes: &[String],
+) -> pb::VolumeGroupSnapshot {
+    let r = call(
+        "CreateVolumeGroupSnapshot",
+        g.create_volume_group_snapshot(timeout(
+            pb::CreateVolumeGroupSnapshotRequest {
+                name: name.into(),
+                source_volume_ids: volumes.to_vec(),
+                ..Default::default()
+            },
+            120,
+        )),
+    )
+    .await
+    .group_snapshot
+    .unwrap();
+    assert!(r.ready_to_use, "first answer not ready: {r:?}");
+    assert!(
+        r.snapshots.iter().all(|m| m.ready_to_use),
+        "first answer has members not ready: {r:?}"
+    );
+    r
 }
 
 async fn try_group(
@@ -395,7 +401,7 @@ async fn group_snapshots_against_real_openstack() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let t = std::time::Instant::now();
-    let g = group_ready(&mut groups, &format!("{prefix}g1"), &sources).await;
+    let g = group_first_answer(&mut groups, &format!("{prefix}g1"), &sources).await;
     let at = writer.written();
     tokio::time::sleep(Duration::from_millis(300)).await;
     let total = writer.finish();
@@ -408,9 +414,8 @@ async fn group_snapshots_against_real_openstack() {
         assert_eq!(s.group_snapshot_id, g.group_snapshot_id);
         objects.snapshots.push(s.snapshot_id.clone());
     }
-    // What csi-snapshotter asks of each member once the group is ready, again and again: a
-    // member stays listed by its id, ready, in its group (the cluster stage saw members' contents
-    // turn back to readyToUse=false while Cinder had them all available).
+    // What csi-snapshotter asks of each member once the group is ready: a member stays listed
+    // by its id, ready, in its group.
     tokio::time::sleep(Duration::from_secs(5)).await;
     for s in &g.snapshots {
         let listed = call(

@@ -4,23 +4,35 @@
 //! `GroupSnapshots` gives that guarantee or refuses (FailedPrecondition saying why), so the
 //! core never snapshots the volumes one by one. Idempotency is by name: the same name of the
 //! same volumes is the same group snapshot (CSI: "the group snapshot MUST only be created
-//! once"), of other volumes AlreadyExists. Create returns once the cloud has the group
-//! snapshot, `ready_to_use` false until it and every member are available; the snapshotter
-//! calls again (or GetVolumeGroupSnapshot) until then. One that went into an error state is
-//! deleted and the RPC fails, so a retry takes a new one and nothing is left behind.
+//! once"), of other volumes AlreadyExists. Create waits a bounded while ([`GROUP_SETTLE`])
+//! for the group snapshot and its members to become available, then answers with what it
+//! has: `ready_to_use` false until it and every member are available; the snapshotter calls
+//! again (or GetVolumeGroupSnapshot) until then. The wait is there because csi-snapshotter
+//! v8.7.0 keeps each member's `readyToUse` from the first successful answer
+//! (VolumeGroupSnapshotContent `volumeSnapshotInfoList` is filled once), and the
+//! snapshot-controller copies it onto every member VolumeSnapshotContent while the group is
+//! not yet ready — which turns members the sidecar had already found ready back to false,
+//! and the sidecar ignores status-only changes (so they stay false until its resync). One
+//! that went into an error state is deleted and the RPC fails, so a retry takes a new one
+//! and nothing is left behind.
 
 use std::collections::BTreeSet;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use super::snapshots::{copy_info, SNAPSHOT_DESCRIPTION};
 use super::waits::wait_deadline;
 use super::{Controller, CreateGroupSnapshot, GroupSnapshotInfo, GroupSnapshotRef};
 use crate::cloud::{
-    Cloud, CloudError, CopyKind, CopyStatus, GroupSnapshot, NewGroupSnapshot, Resource,
+    Cloud, CloudError, CopyKind, CopyStatus, CopyWait, GroupSnapshot, NewGroupSnapshot, Resource,
 };
 use crate::driver::{
     Cleanup, Error, Failure, InFlightGuard, Invalid, Mismatch, Named, Refusal, Result,
 };
+
+/// How long a create waits for a group snapshot being cut to become available before it
+/// answers `ready_to_use` false (also bounded by the RPC deadline). Cinder cuts one in
+/// seconds; see the module doc for why the first answer should be the ready one.
+pub const GROUP_SETTLE: Duration = Duration::from_secs(60);
 
 /// CSI `VolumeGroupSnapshot` of a cloud's group snapshot: members in volume id order.
 pub(super) fn group_info(g: &GroupSnapshot) -> GroupSnapshotInfo {
@@ -106,7 +118,8 @@ impl Controller {
             .create_group_snapshot(&new, wait_deadline(req.deadline))
             .await
             .map_err(create_error)?;
-        Ok(group_info(&g))
+        let g = settle(cloud, g, req.deadline).await?;
+        self.answer(cloud, g, req.deadline).await
     }
 
     /// The group snapshot named `name` that is not being deleted, if any.
@@ -153,6 +166,17 @@ impl Controller {
             }
             .into());
         }
+        let g = settle(cloud, g, deadline).await?;
+        self.answer(cloud, g, deadline).await
+    }
+
+    /// The answer to a create: its state, or, for one in an error state, deleted and failed.
+    async fn answer(
+        &self,
+        cloud: &Cloud,
+        g: GroupSnapshot,
+        deadline: tokio::time::Instant,
+    ) -> Result<GroupSnapshotInfo> {
         // A member in error while the group is still `creating` fails with it once it settles.
         let failed = g.status.is_error()
             || (g.status == CopyStatus::Available && g.members.iter().any(|m| m.status.is_error()));
@@ -163,9 +187,9 @@ impl Controller {
                 Err(e) => Cleanup::DeleteFailed(Box::new(e)),
             };
             return Err(Failure::GroupSnapshot {
+                volume_ids: g.volume_ids().into_iter().map(str::to_string).collect(),
                 id: g.id.clone(),
                 name: g.name.clone(),
-                volume_ids: have,
                 status: g.status.clone(),
                 cleanup,
             }
@@ -199,6 +223,30 @@ impl Controller {
         };
         check_members(cloud, &g, &req.snapshot_ids).await?;
         Ok(group_info(&g))
+    }
+}
+
+/// `g` once available, or as it is when [`GROUP_SETTLE`] (or the RPC deadline) passes first
+/// or it goes into an error state (the caller's answer deals with that).
+async fn settle(
+    cloud: &Cloud,
+    g: GroupSnapshot,
+    deadline: tokio::time::Instant,
+) -> Result<GroupSnapshot> {
+    if g.ready() || g.status.is_error() {
+        return Ok(g);
+    }
+    let until = wait_deadline(deadline).min(tokio::time::Instant::now() + GROUP_SETTLE);
+    match cloud
+        .groups
+        .wait_group_snapshot(&g.id, &CopyWait::Available, until)
+        .await
+    {
+        Ok(settled) => Ok(settled),
+        Err(CloudError::WaitTimeout { .. } | CloudError::ErrorState { .. }) => {
+            Ok(cloud.groups.get_group_snapshot(&g.id).await?)
+        }
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -6,6 +6,7 @@ use super::*;
 use crate::cloud::fake::HELPER_GROUP_PREFIX;
 use crate::cloud::{CloudError, CopyStatus, GroupRefusal, Op};
 use crate::driver::controller::group_params::GroupSnapshotParams;
+use crate::driver::controller::groups::GROUP_SETTLE;
 use crate::driver::{Cleanup, Error, Failure, Invalid, Mismatch, Refusal};
 
 /// An env whose cloud has a consistent default group type and an inconsistent one.
@@ -67,7 +68,7 @@ fn strs(v: &[String]) -> Vec<&str> {
 }
 
 #[tokio::test(start_paused = true)]
-async fn create_returns_at_once_then_reports_ready_with_one_member_per_volume() {
+async fn create_waits_until_every_member_is_ready_with_one_member_per_volume() {
     let e = genv();
     let vols = e.volumes(3).await;
     e.fake.reset_calls();
@@ -79,8 +80,9 @@ async fn create_returns_at_once_then_reports_ready_with_one_member_per_volume() 
         .create_group_snapshot(greq("g", &asked, &[]))
         .await
         .unwrap();
-    assert!(!first.ready_to_use, "returns while the members are cut");
-    assert_eq!(e.fake.calls(Op::GroupSnapshotGet), 0, "no blocking wait");
+    // The first answer is the one csi-snapshotter keeps for each member (groups.rs).
+    assert!(first.ready_to_use, "answers once the members are cut");
+    assert!(e.fake.calls(Op::GroupSnapshotGet) > 0, "waited for them");
     assert_eq!(first.snapshots.len(), 3);
     let sources: Vec<&str> = first
         .snapshots
@@ -95,7 +97,7 @@ async fn create_returns_at_once_then_reports_ready_with_one_member_per_volume() 
     for (i, s) in first.snapshots.iter().enumerate() {
         assert_eq!(s.group_snapshot_id.as_deref(), Some(first.id.as_str()));
         assert_eq!(s.size_bytes, (1 + i as u64) * GIB);
-        assert!(!s.ready_to_use);
+        assert!(s.ready_to_use);
     }
     let ready = e.group_ready("g", &asked).await;
     assert_eq!(ready.id, first.id);
@@ -124,6 +126,35 @@ async fn create_returns_at_once_then_reports_ready_with_one_member_per_volume() 
     let mut restore = create_req("r", 2 * GIB);
     restore.source = Some(ContentSource::Snapshot(ready.snapshots[1].id.clone()));
     e.ctl.create_volume(restore).await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_group_snapshot_slower_than_the_settle_time_is_answered_not_ready() {
+    let e = genv();
+    let vols = e.volumes(2).await;
+    // Cut after ~70 s of polls (100 ms each): longer than GROUP_SETTLE.
+    e.fake.set_settle_after(700);
+    let t0 = tokio::time::Instant::now();
+    // An RPC deadline past GROUP_SETTLE: the settle time is what bounds the wait.
+    let mut req = greq("g", &strs(&vols), &[]);
+    req.deadline = t0 + GROUP_SETTLE * 5;
+    let first = e.ctl.create_group_snapshot(req).await.unwrap();
+    let waited = t0.elapsed();
+    assert!(!first.ready_to_use);
+    assert!(first.snapshots.iter().all(|s| !s.ready_to_use));
+    assert!(
+        waited >= GROUP_SETTLE && waited < GROUP_SETTLE + Duration::from_secs(1),
+        "waited {waited:?}"
+    );
+    // The snapshotter's next call finds it cut: the same group snapshot, ready.
+    let again = e
+        .ctl
+        .create_group_snapshot(greq("g", &strs(&vols), &[]))
+        .await
+        .unwrap();
+    assert_eq!(again.id, first.id);
+    assert!(again.ready_to_use && again.snapshots.iter().all(|s| s.ready_to_use));
+    assert_eq!(e.fake.calls(Op::GroupSnapshotCreate), 1, "created once");
 }
 
 #[tokio::test(start_paused = true)]
@@ -258,30 +289,48 @@ async fn a_failed_group_snapshot_is_deleted_and_the_retry_takes_a_new_one() {
     let e = genv();
     let vols = e.volumes(2).await;
     let v = strs(&vols);
-    e.fake.fail_next_group_snapshot_creation();
-    let first = e
-        .ctl
-        .create_group_snapshot(greq("g", &v, &[]))
-        .await
-        .unwrap();
-    e.fake.settle_all();
-    assert_matches!(
-        e.ctl.create_group_snapshot(greq("g", &v, &[])).await,
-        Err(Error::Failed(Failure::GroupSnapshot {
-            ref id,
-            status: CopyStatus::Error,
-            cleanup: Cleanup::Deleted,
-            ..
-        })) if *id == first.id
-    );
-    assert!(
-        e.fake.group_snapshots().is_empty(),
-        "the failed one is gone"
-    );
-    assert!(e.fake.snapshots().is_empty(), "with its members");
-    let ok = e.group_ready("g", &v).await;
-    assert_ne!(ok.id, first.id);
-    assert_eq!(e.fake.group_snapshots().len(), 1);
+    // Failing while create waits for it, and failing after create answered (a slow one).
+    for slow in [false, true] {
+        e.fake.set_settle_after(if slow { 700 } else { 2 });
+        e.fake.fail_next_group_snapshot_creation();
+        let failed = if slow {
+            let first = e
+                .ctl
+                .create_group_snapshot(greq("g", &v, &[]))
+                .await
+                .unwrap();
+            assert!(!first.ready_to_use);
+            e.fake.set_settle_after(2);
+            e.fake.settle_all();
+            e.ctl.create_group_snapshot(greq("g", &v, &[])).await
+        } else {
+            e.ctl.create_group_snapshot(greq("g", &v, &[])).await
+        };
+        let first_id = match failed {
+            Err(Error::Failed(Failure::GroupSnapshot {
+                id,
+                status: CopyStatus::Error,
+                cleanup: Cleanup::Deleted,
+                ..
+            })) => id,
+            other => {
+                panic!("slow={slow}: expected a failed, deleted group snapshot, got {other:?}")
+            }
+        };
+        assert!(
+            e.fake.group_snapshots().is_empty(),
+            "the failed one is gone"
+        );
+        assert!(e.fake.snapshots().is_empty(), "with its members");
+        e.fake.set_settle_after(2);
+        let ok = e.group_ready("g", &v).await;
+        assert_ne!(ok.id, first_id);
+        assert_eq!(e.fake.group_snapshots().len(), 1);
+        e.ctl
+            .delete_group_snapshot(gref(&ok.id, &[]))
+            .await
+            .unwrap();
+    }
 }
 
 #[tokio::test(start_paused = true)]
@@ -385,12 +434,15 @@ async fn delete_removes_members_and_the_helper_group_and_is_idempotent() {
 async fn delete_right_after_create_waits_for_the_group_snapshot_to_be_cut() {
     let e = genv();
     let vols = e.volumes(2).await;
+    // Still being cut when create answers (longer than GROUP_SETTLE).
+    e.fake.set_settle_after(700);
     let g = e
         .ctl
         .create_group_snapshot(greq("g", &strs(&vols), &[]))
         .await
         .unwrap();
     assert!(!g.ready_to_use);
+    e.fake.set_settle_after(2);
     e.ctl.delete_group_snapshot(gref(&g.id, &[])).await.unwrap();
     assert!(e.fake.group_snapshots().is_empty());
     assert!(e.fake.snapshots().is_empty());
