@@ -3,8 +3,9 @@
 # the Go-built components and sidecars, cached), up on the local backend (helm install of
 # charts/cinder-csi; returns when the CSIDriver, the CSINode entry and both plugin pods are
 # ready), a real Prometheus scraping both plugins through the chart's monitors, the Kubernetes
-# tests that exist (tests/k8s/lifecycle*, group-snapshots.sh, e2e.sh), and down in a trap
-# whatever happens; then checks that down left nothing.
+# tests that exist (tests/k8s/lifecycle*, group-snapshots.sh, e2e.sh), then (local backend)
+# group-snapshots.sh again on a cluster over the test cloud, and down in a trap whatever
+# happens; then checks that down left nothing.
 # Knobs: K8S_STAGE_BACKEND (local|openstack, default local; openstack brings the test cloud up
 # unless it is, and down again), CINDER_CSI_SKIP_K8S=1 skips,
 # K8S_UP_TIMEOUT_S bounds `up` (default 1500 s: a cold build of the components is in it).
@@ -137,6 +138,29 @@ fi
 if [[ -x tests/k8s/e2e.sh ]]; then
     phase "tests/k8s/e2e.sh"
     tests/k8s/e2e.sh
+    ran=$((ran + 1))
+fi
+# Group snapshots through Kubernetes on the test cloud as well (on the local backend above):
+# Cinder's group snapshots are cut after CreateVolumeGroupSnapshot is sent, which the local
+# backend's never are, and the sidecars keep what the first answer said of the members. A
+# cluster of its own on the test cloud (brought up here and down in the trap unless it was up).
+if [[ $backend == local ]]; then
+    phase "monitoring stop"
+    monitoring=
+    tests/monitoring/cluster.sh stop
+    phase "down (local backend)"
+    tests/k8s/cluster down
+    if ! tests/openstack/ostack status >/dev/null 2>&1; then
+        phase "test cloud install and up (tests/openstack/ostack)"
+        ostack_started=1
+        tests/openstack/ostack install
+        tests/openstack/ostack up
+    fi
+    phase "up --backend openstack"
+    timeout "${K8S_UP_TIMEOUT_S:-1500}" tests/k8s/cluster up --backend openstack -f tests/k8s/values-test.yaml
+    eval "$(tests/k8s/cluster env)"
+    phase "tests/k8s/group-snapshots.sh (openstack backend)"
+    K8S_BACKEND=openstack tests/k8s/group-snapshots.sh
     ran=$((ran + 1))
 fi
 # Not yet here: tests/monitoring/cluster.sh finish (slow attach, controller at 0, recorded as
