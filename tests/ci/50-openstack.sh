@@ -6,6 +6,8 @@
 # (tests/openstack/stock-sanity.sh) against it, and ALWAYS
 # bring it down (no process, loop device or mount left). Prints how long each phase took.
 # The cargo tests run only once tests/openstack/ENABLED exists (the OpenStack adapter has landed).
+# A standalone Kubernetes API server (tests/kube-api/apiserver, ~5 s) serves the --pvc-annotations
+# tests (kube_claims, openstack_pvc_hints) during the cargo test phase.
 # CINDER_CSI_SKIP_OPENSTACK=1 skips the whole stage (local runs without the time to spare).
 # time-bound-min: 55
 set -euo pipefail
@@ -36,6 +38,7 @@ phase() { # name command...   (records its duration even when it fails)
 finish() {
     local rc=$? t=$SECONDS
     echo "--> openstack: down"
+    tests/kube-api/apiserver down || rc=1
     "$ostack" down || rc=1
     timings+=("down: $((SECONDS - t)) s")
     local left
@@ -59,9 +62,12 @@ phase selftest "$ostack" selftest
 
 mapfile -t tests < <(find tests -maxdepth 1 -name 'openstack_*.rs' -printf '%f\n' | sed 's/\.rs$//' | sort)
 if [[ -f tests/openstack/ENABLED ]]; then
+    tests+=(kube_claims)
     args=()
     for t in "${tests[@]}"; do args+=(--test "$t"); done
+    phase "kube-api up" tests/kube-api/apiserver up
     phase "cargo test (${tests[*]})" env CINDER_CSI_OSTACK_ENV="$OSTACK_STATE/env.sh" \
+        CINDER_CSI_KUBE_API_ENV="${KUBE_API_STATE:-/var/tmp/cinder-csi-kube-api}/env.sh" \
         cargo test "${args[@]}" -- --test-threads=1 --nocapture
     phase "conformance runner, OpenStack backend" tests/openstack/sanity.sh "$OSTACK_STATE/env.sh"
     phase "stock csi-sanity, OpenStack backend" tests/openstack/stock-sanity.sh "$OSTACK_STATE/env.sh"

@@ -208,6 +208,18 @@ impl Driver {
         kubelet: &Path,
         conf: &Path,
     ) -> Driver {
+        Self::start_with_args(cloud, node, dir, kubelet, conf, &[])
+    }
+
+    /// [`Driver::start_with_conf`] with more flags (e.g. `--pvc-annotations`).
+    pub fn start_with_args(
+        cloud: &Cloud,
+        node: usize,
+        dir: &Path,
+        kubelet: &Path,
+        conf: &Path,
+        extra: &[&str],
+    ) -> Driver {
         let socket = dir.join("csi.sock");
         let log = dir.join("cinder-csi.log");
         // One open file for both streams: two would each write from offset 0 over the other.
@@ -232,6 +244,7 @@ impl Driver {
             .arg("--kubelet-dir")
             .arg(kubelet)
             .args(["--log-level", "cinder_csi=debug,info"])
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(out.try_clone().expect("driver log"))
             .stderr(out)

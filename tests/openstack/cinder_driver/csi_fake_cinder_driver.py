@@ -47,6 +47,8 @@ GiB = 1024 ** 3
 FAKE_OPTS = [
     cfg.StrOpt('csi_fake_volume_dir', default='/var/tmp/cinder-csi-ostack/data/cinder/fake-volumes',
                help='Directory of the sparse files that back volumes and snapshots.'),
+    cfg.IntOpt('csi_fake_capacity_gb', default=0,
+               help='Capacity the pool reports (GiB); 0: infinite, as the parent reports.'),
 ]
 
 
@@ -261,4 +263,8 @@ class FileBackedFakeDriver(FakeLoggingVolumeDriver):
                     thin_provisioning_support=True, thick_provisioning_support=False,
                     max_over_subscription_ratio=20.0, replication_enabled=False,
                     group_replication_enabled=False, consistent_group_snapshot_enabled=True)
+        capacity = self.configuration.safe_get('csi_fake_capacity_gb')
+        if capacity:
+            # A finite capacity outweighs 'infinite' in the CapacityWeigher (render.py).
+            pool.update(total_capacity_gb=capacity, free_capacity_gb=capacity)
         self._stats.update(volume_backend_name=self.backend_name, multiattach=True)

@@ -4,8 +4,8 @@ step with this code). Options and why they are needed: shared/reference/mini-ope
 import os
 import shutil
 
-from .settings import (BACKENDS, HERE, COMPUTE_HOST, COMPUTE_HOSTS, HOST, KEYSTONE_URL, PORTS, RABBIT_PASS,
-                       RABBIT_USER, REGION)
+from .settings import (BACKEND_CAPACITY_GB, BACKENDS, HERE, COMPUTE_HOST, COMPUTE_HOSTS, HOST,
+                       KEYSTONE_URL, PORTS, RABBIT_PASS, RABBIT_USER, REGION, SCHEDULER_FILTERS)
 
 
 
@@ -100,6 +100,7 @@ def cinder(s):
             'resource_query_filters_file': v / 'resource_filters.json',
             'rootwrap_config': v / 'rootwrap.conf',
             'enabled_backends': ','.join(BACKENDS), 'default_volume_type': '__DEFAULT__',
+            'scheduler_default_filters': SCHEDULER_FILTERS,
             'storage_availability_zone': 'nova', 'default_availability_zone': 'nova',
             # Nothing listens there; never contacted (no image-backed volumes).
             'glance_api_servers': f'http://{HOST}:9292',
@@ -125,6 +126,8 @@ def cinder(s):
             'volume_driver': 'csi_fake_cinder_driver.FileBackedFakeDriver',
             'volume_backend_name': name, 'backend_availability_zone': az,
             'csi_fake_volume_dir': s.volumes,
+            **({'csi_fake_capacity_gb': BACKEND_CAPACITY_GB[name]}
+               if name in BACKEND_CAPACITY_GB else {}),
         }))
     sections += [('keystone_authtoken', _authtoken('cinder')), ('nova', _auth('nova'))]
     cinder_conf(s).write_text(_ini(sections))

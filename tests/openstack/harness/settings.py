@@ -41,9 +41,17 @@ DB_USER, DB_PASS = 'openstack', 'dbpass'
 DATABASES = ('keystone', 'placement', 'cinder', 'nova_api', 'nova', 'nova_cell0')
 APP_CRED_NAME = 'csi-test'
 
-# Cinder backends: name -> availability zone. Both share one volume directory and both report
-# multiattach, so every volume type works in every zone.
-BACKENDS = {'fake-a': 'nova', 'fake-b': 'az2'}
+# Cinder backends: name -> availability zone. All share one volume directory and all report
+# multiattach, so every volume type works in every zone. az2 has two (fake-b, fake-c) for the
+# scheduler hint tests (same_host/different_host, tests/openstack_pvc_hints.rs).
+BACKENDS = {'fake-a': 'nova', 'fake-b': 'az2', 'fake-c': 'az2'}
+# Backends that report a finite capacity (GiB; the others report 'infinite', which Cinder's
+# CapacityWeigher ranks lowest): without hints every az2 volume goes to fake-b, as before
+# fake-c existed, and only a hint puts one on fake-c.
+BACKEND_CAPACITY_GB = {'fake-b': 100000}
+# Cinder's default filters plus the two that honour scheduler hints (no-ops without hints).
+SCHEDULER_FILTERS = ('AvailabilityZoneFilter,CapacityFilter,CapabilitiesFilter,'
+                     'SameBackendFilter,DifferentBackendFilter')
 VOLUME_TYPE = 'standard'
 MULTIATTACH_TYPE = 'multiattach'
 # A second plain type: retyping between it and `standard` changes nothing on the backend, so
