@@ -601,7 +601,7 @@ async fn attach_binds_a_loop_device_and_a_link_detach_removes_both() {
     let dev = LoopDevice::from_path(&dev_path).unwrap();
     let link = sd
         .path()
-        .join("by-id")
+        .join("by-id/node-a")
         .join(format!("virtio-{}", &v.id[..20]));
     assert_eq!(std::fs::read_link(&link).unwrap(), dev_path);
     assert!(loopdev::is_block_device(&link));
@@ -765,7 +765,7 @@ async fn a_detach_while_another_process_holds_the_device_is_retried_after_it_let
     let dev = LoopDevice::from_path(&dev_path).unwrap();
     let link = sd
         .path()
-        .join("by-id")
+        .join("by-id/node-a")
         .join(format!("virtio-{}", &v.id[..20]));
 
     let holder = Holder::new(&dev_path);
@@ -856,11 +856,167 @@ async fn multiattach_volumes_share_one_device() {
     let b = c.attach_volume("node-b", &v.id, true).await.unwrap();
     assert_eq!(a.device, b.device);
     assert_eq!(sd.bound().len(), 1);
+    // One link per server, both to the one device.
+    let link = |node: &str| c.by_id_dir(node).join(format!("virtio-{}", &v.id[..20]));
+    let dev = PathBuf::from(a.device.unwrap());
+    assert_eq!(std::fs::read_link(link("node-a")).unwrap(), dev);
+    assert_eq!(std::fs::read_link(link("node-b")).unwrap(), dev);
     c.detach_volume("node-a", &v.id).await.unwrap();
     assert_eq!(sd.bound().len(), 1, "still attached to node-b");
+    assert!(std::fs::symlink_metadata(link("node-a")).is_err());
+    assert_eq!(std::fs::read_link(link("node-b")).unwrap(), dev);
     c.detach_volume("node-b", &v.id).await.unwrap();
     assert!(sd.bound().is_empty());
+    assert!(std::fs::symlink_metadata(link("node-b")).is_err());
     c.delete_volume(&v.id, false).await.unwrap();
+}
+
+/// Two zones: volumes go to the zone asked for (the first by default; a source's zone for a
+/// clone or a snapshot's restore), attach only to servers of their zone, and a server sees
+/// only the disks attached to it, also after a restart's reconcile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zones_and_per_server_links() {
+    let sd = StateDir::new();
+    let c = LocalCloud::open(LocalOptions {
+        zones: vec!["zone-a".into(), "zone-b".into()],
+        ..sd.opts(&[])
+    })
+    .await
+    .unwrap();
+    for (node, zone) in [
+        ("node-1", "zone-a"),
+        ("node-2", "zone-b"),
+        ("node-3", "zone-a"),
+    ] {
+        register_node(&sd.path(), node, zone).unwrap();
+        assert!(c.by_id_dir(node).is_dir(), "{node}'s by-id dir");
+        let s = c.get_server(node).await.unwrap();
+        assert_eq!(s.availability_zone.as_deref(), Some(zone));
+    }
+    assert_eq!(
+        c.availability_zones().await.unwrap(),
+        vec!["zone-a".to_string(), "zone-b".to_string()]
+    );
+    assert!(
+        c.capacity(Some("zone-b"), None)
+            .await
+            .unwrap()
+            .available_bytes
+            > Some(0)
+    );
+    assert_eq!(
+        c.capacity(Some("local"), None)
+            .await
+            .unwrap()
+            .available_bytes,
+        Some(0)
+    );
+    let default = c.create_volume(&vol("default", 1)).await.unwrap();
+    assert_eq!(default.availability_zone, "zone-a");
+    let mut req = vol("b", 1);
+    req.availability_zone = Some("zone-c".into());
+    let err = c.create_volume(&req).await.unwrap_err();
+    assert!(
+        matches!(&err, CloudError::BadRequest { message, .. } if message.contains("zone-c")),
+        "{err:?}"
+    );
+    req.availability_zone = Some("zone-b".into());
+    let b = c.create_volume(&req).await.unwrap();
+    assert_eq!(b.availability_zone, "zone-b");
+
+    // Across zones: refused, nothing changed.
+    let err = c.attach_volume("node-1", &b.id, false).await.unwrap_err();
+    assert!(
+        matches!(&err, CloudError::BadRequest { message, .. }
+            if message.contains("zone-b") && message.contains("zone-a")),
+        "{err:?}"
+    );
+    assert_eq!(
+        c.get_volume(&b.id).await.unwrap().status,
+        VolumeStatus::Available
+    );
+    assert!(sd.bound().is_empty());
+    let root = sd.path();
+    let link = |node: &str, id: &str| {
+        root.join("by-id")
+            .join(node)
+            .join(format!("virtio-{}", &id[..20]))
+    };
+    assert!(std::fs::symlink_metadata(link("node-1", &b.id)).is_err());
+
+    // In its zone: only the attached node finds the disk.
+    let att = c.attach_volume("node-2", &b.id, false).await.unwrap();
+    let dev = PathBuf::from(att.device.unwrap());
+    assert_eq!(std::fs::read_link(link("node-2", &b.id)).unwrap(), dev);
+    for other in ["node-1", "node-3"] {
+        assert!(
+            std::fs::symlink_metadata(link(other, &b.id)).is_err(),
+            "{other}"
+        );
+    }
+    // Moved to node-3 (zone-a) with the zone-a volume: detach first, the link follows.
+    c.attach_volume("node-1", &default.id, false).await.unwrap();
+    c.detach_volume("node-1", &default.id).await.unwrap();
+    assert!(std::fs::symlink_metadata(link("node-1", &default.id)).is_err());
+    c.attach_volume("node-3", &default.id, false).await.unwrap();
+    assert!(std::fs::read_link(link("node-3", &default.id)).is_ok());
+
+    // A snapshot's restore and a clone stay in the source's zone.
+    let s = c
+        .create_snapshot(&NewSnapshot {
+            name: "s".into(),
+            volume_id: b.id.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let mut restore = vol("restore", 1);
+    restore.source = Some(VolumeSource::Snapshot(s.id.clone()));
+    assert_eq!(
+        c.create_volume(&restore).await.unwrap().availability_zone,
+        "zone-b"
+    );
+    restore.availability_zone = Some("zone-a".into());
+    let err = c.create_volume(&restore).await.unwrap_err();
+    assert!(
+        matches!(&err, CloudError::BadRequest { message, .. } if message.contains(&s.id)),
+        "{err:?}"
+    );
+    let mut clone = vol("clone", 1);
+    clone.source = Some(VolumeSource::Volume(default.id.clone()));
+    assert_eq!(
+        c.create_volume(&clone).await.unwrap().availability_zone,
+        "zone-a"
+    );
+
+    // Restart: links rewritten per server, strays in a server's directory and a link of the
+    // shared directory of older versions removed.
+    drop(c);
+    std::fs::remove_file(link("node-2", &b.id)).unwrap();
+    std::os::unix::fs::symlink(&dev, link("node-1", &b.id)).unwrap();
+    std::os::unix::fs::symlink(&dev, sd.path().join("by-id/virtio-legacy")).unwrap();
+    let c = LocalCloud::open(LocalOptions {
+        zones: vec!["zone-a".into(), "zone-b".into()],
+        ..sd.opts(&[])
+    })
+    .await
+    .unwrap();
+    assert_eq!(std::fs::read_link(link("node-2", &b.id)).unwrap(), dev);
+    assert!(std::fs::symlink_metadata(link("node-1", &b.id)).is_err());
+    assert!(std::fs::symlink_metadata(sd.path().join("by-id/virtio-legacy")).is_err());
+    assert!(std::fs::read_link(link("node-3", &default.id)).is_ok());
+    assert!(c.by_id_dir("node-1").is_dir(), "servers' directories stay");
+
+    c.detach_volume("node-2", &b.id).await.unwrap();
+    c.detach_volume("node-3", &default.id).await.unwrap();
+    for node in ["node-1", "node-2", "node-3"] {
+        assert_eq!(
+            std::fs::read_dir(c.by_id_dir(node)).unwrap().count(),
+            0,
+            "{node}"
+        );
+    }
+    assert!(sd.bound().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -886,7 +1042,7 @@ async fn restart_keeps_state_and_reconciles_devices_and_links() {
         c.attach_volume("node-a", &a.id, false).await.unwrap();
         let link = sd
             .path()
-            .join("by-id")
+            .join("by-id/node-a")
             .join(format!("virtio-{}", &a.id[..20]));
         write_pattern(&open_rw(&link));
         (
@@ -920,7 +1076,7 @@ async fn restart_keeps_state_and_reconciles_devices_and_links() {
     device().detach().unwrap();
     let link = sd
         .path()
-        .join("by-id")
+        .join("by-id/node-a")
         .join(format!("virtio-{}", &attached.id[..20]));
     std::fs::remove_file(&link).unwrap();
     // Leftovers to clean: a stale link, a device bound to the idle volume, a half-written
@@ -997,9 +1153,9 @@ async fn registered_nodes_are_servers() {
     let sd = StateDir::new();
     let c = sd.open(&[]).await;
     assert!(c.get_server("node-z").await.unwrap_err().is_not_found());
-    register_node(&sd.path(), "node-z").unwrap();
+    register_node(&sd.path(), "node-z", "local").unwrap();
     assert_eq!(c.get_server("node-z").await.unwrap().id, "node-z");
-    assert!(register_node(&sd.path(), "../evil").is_err());
+    assert!(register_node(&sd.path(), "../evil", "local").is_err());
     assert!(c.get_server("../evil").await.unwrap_err().is_not_found());
 }
 
@@ -1043,7 +1199,9 @@ async fn concurrent_calls_stay_consistent() {
         .is_empty());
     assert!(sd.bound().is_empty());
     assert_eq!(
-        std::fs::read_dir(sd.path().join("by-id")).unwrap().count(),
+        std::fs::read_dir(sd.path().join("by-id/node-a"))
+            .unwrap()
+            .count(),
         0
     );
 }

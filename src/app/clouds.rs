@@ -98,6 +98,7 @@ pub(super) async fn controller_clouds(
                 LocalCloud::open(LocalOptions {
                     dir,
                     nodes: vec![local_node_id(args)],
+                    zones: args.local_zones.clone(),
                     ..Default::default()
                 })
                 .await

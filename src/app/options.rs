@@ -34,11 +34,13 @@ pub fn controller_options(args: &ServeArgs, bs: &config::BlockStorageConfig) -> 
     }
 }
 
-/// Where the node looks up disks: `--by-id-dir`, or `<local-dir>/by-id` for the local
-/// backend (its attach makes `virtio-<id[:20]>` links there).
+/// Where the node looks up disks: `--by-id-dir`, or `<local-dir>/by-id/<node id>` for the
+/// local backend (its attach to this node makes `virtio-<id[:20]>` links there).
 pub fn by_id_dir(args: &ServeArgs) -> std::path::PathBuf {
     match (args.backend, &args.local_dir) {
-        (crate::cli::Backend::Local, Some(dir)) => dir.join("by-id"),
+        (crate::cli::Backend::Local, Some(dir)) => {
+            dir.join("by-id").join(super::plan::local_node_id(args))
+        }
         _ => args.by_id_dir.clone(),
     }
 }

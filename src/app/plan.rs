@@ -67,13 +67,16 @@ pub fn plan(args: &ServeArgs) -> Result<Plan, AppError> {
     } else {
         BTreeMap::new()
     };
+    if args.backend == Backend::Local {
+        check_local_zones(args)?;
+    }
     let metadata = if node && args.backend == Backend::Local {
-        // The local backend's node is this machine, in the backend's only zone.
+        // The local backend's node is this machine, in its --node-az.
         let id = local_node_id(args);
         Some(Arc::new(metadata::StaticMetadata {
             instance: metadata::InstanceMetadata {
                 uuid: id,
-                availability_zone: Some(crate::cloud::local::ZONE.to_string()),
+                availability_zone: Some(local_node_zone(args).to_string()),
             },
         }) as Arc<dyn Metadata>)
     } else if node {
@@ -90,6 +93,49 @@ pub fn plan(args: &ServeArgs) -> Result<Plan, AppError> {
         clouds,
         metadata,
     })
+}
+
+/// `--local-zones` (and a local node's `--node-az`): zone names as Nova's metadata would give
+/// them, each once.
+fn check_local_zones(args: &ServeArgs) -> Result<(), AppError> {
+    let bad = |z: &str| z.is_empty() || z.trim() != z || z.chars().any(char::is_control);
+    let zones = &args.local_zones;
+    if zones.is_empty() {
+        return Err(AppError::Config(
+            "--local-zones must name at least one zone".into(),
+        ));
+    }
+    for (i, z) in zones.iter().enumerate() {
+        if bad(z) {
+            return Err(AppError::Config(format!(
+                "--local-zones: {z:?} must be a non-empty zone name, without surrounding spaces \
+                 or control characters"
+            )));
+        }
+        if zones[..i].contains(z) {
+            return Err(AppError::Config(format!(
+                "--local-zones: {z:?} is given twice"
+            )));
+        }
+    }
+    match args.node_az.as_deref() {
+        Some(az) if !az.is_empty() && bad(az) => Err(AppError::Config(format!(
+            "--node-az {az:?} must be a zone name, without surrounding spaces or control \
+             characters"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Zone of a local-backend node: `--node-az`, else the first of `--local-zones`.
+pub fn local_node_zone(args: &ServeArgs) -> &str {
+    match &args.node_az {
+        Some(az) if !az.is_empty() => az,
+        _ => args
+            .local_zones
+            .first()
+            .map_or(crate::cloud::local::ZONE, String::as_str),
+    }
 }
 
 /// Node id of a local-backend process: `--node-id`, else the host name.

@@ -8,7 +8,7 @@ use tonic::transport::Server;
 use super::clouds::{controller_clouds, CloudUpGauge};
 use super::error::AppError;
 use super::options::{by_id_dir, controller_options};
-use super::plan::{local_node_id, plan};
+use super::plan::{local_node_id, local_node_zone, plan};
 use crate::cli::{Backend, ServeArgs};
 use crate::config::CloudConfig;
 use crate::csi::controller::ControllerService;
@@ -82,8 +82,8 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     if args.backend == Backend::Local && plan.node {
         // A controller process sharing DIR learns this node from the registration.
         let dir = args.local_dir.clone().unwrap_or_default();
-        let id = local_node_id(&args);
-        tokio::task::spawn_blocking(move || crate::cloud::local::register_node(&dir, &id))
+        let (id, zone) = (local_node_id(&args), local_node_zone(&args).to_string());
+        tokio::task::spawn_blocking(move || crate::cloud::local::register_node(&dir, &id, &zone))
             .await
             .map_err(|e| AppError::Runtime(e.to_string()))?
             .map_err(|e| AppError::Runtime(format!("local backend: {e}")))?;

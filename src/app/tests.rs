@@ -50,6 +50,63 @@ async fn local_backend_builds_one_default_cloud() {
         .is_not_found());
 }
 
+#[tokio::test]
+async fn local_zones_and_the_node_zone() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let base = ["--backend", "local", "--local-dir", &d, "--node-id", "n1"];
+    let with = |extra: &[&str]| {
+        let mut v = base.to_vec();
+        v.extend_from_slice(extra);
+        args(&v)
+    };
+    // The node's zone: --node-az, else the first configured zone (`local` by default).
+    let zone = |a: &ServeArgs| plan::local_node_zone(a).to_string();
+    assert_eq!(zone(&with(&[])), "local");
+    assert_eq!(zone(&with(&["--local-zones", "zone-a,zone-b"])), "zone-a");
+    assert_eq!(
+        zone(&with(&[
+            "--local-zones",
+            "zone-a,zone-b",
+            "--node-az",
+            "zone-b"
+        ])),
+        "zone-b"
+    );
+    let md = plan(&with(&["--mode", "node", "--node-az", "zone-b"]))
+        .unwrap()
+        .metadata
+        .unwrap();
+    assert_eq!(
+        md.instance().await.unwrap().availability_zone.as_deref(),
+        Some("zone-b")
+    );
+    for (bad, says) in [
+        (vec!["--local-zones", "zone-a,zone-a"], "given twice"),
+        (
+            vec!["--local-zones", "zone-a, zone-b"],
+            "surrounding spaces",
+        ),
+        (vec!["--local-zones", ""], "zone"),
+        (vec!["--node-az", " zone-b"], "--node-az"),
+    ] {
+        let err = plan(&with(&bad)).err().expect("refused");
+        assert!(err.to_string().contains(says), "{bad:?}: {err}");
+    }
+    let a = with(&["--local-zones", "zone-a,zone-b"]);
+    let clouds = build_clouds(&a, &controller_plan(), &Metrics::new())
+        .await
+        .unwrap();
+    let cloud = clouds.get("").unwrap();
+    assert_eq!(
+        cloud.placement.availability_zones().await.unwrap(),
+        ["zone-a", "zone-b"]
+    );
+    // The process's own node, unregistered, is in the first zone.
+    let s = cloud.servers.get_server("n1").await.unwrap();
+    assert_eq!(s.availability_zone.as_deref(), Some("zone-a"));
+}
+
 #[test]
 fn options_from_flags() {
     let a = args(&["--cluster", "c1", "--with-topology=false"]);

@@ -58,6 +58,17 @@ pub struct ServeArgs {
     #[arg(long, env = "CINDER_CSI_LOCAL_DIR", value_name = "DIR")]
     pub local_dir: Option<PathBuf>,
 
+    /// Availability zones of the local backend; the first is the default, and the zone of a
+    /// node without --node-az. A volume attaches only to nodes of its zone.
+    #[arg(
+        long,
+        env = "CINDER_CSI_LOCAL_ZONES",
+        value_name = "ZONE",
+        value_delimiter = ',',
+        default_value = "local"
+    )]
+    pub local_zones: Vec<String>,
+
     /// cloud.conf file; repeatable, merged in order (later files win).
     #[arg(long, env = "CLOUD_CONFIG", value_name = "PATH", value_delimiter = ',')]
     pub cloud_config: Vec<PathBuf>,

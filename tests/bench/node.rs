@@ -139,7 +139,7 @@ fn main() {
         .position(|a| a == "--other")
         .map(|i| args[i + 1].split_whitespace().map(str::to_string).collect());
     let kubelet = root.join("kubelet");
-    let by_id = root.join("local/by-id");
+    let by_id = root.join("local/by-id/6b1f3c9e-2a4d-4e5f-8a7b-9c0d1e2f3a4b");
     std::fs::create_dir_all(&kubelet).unwrap();
     std::fs::create_dir_all(&by_id).unwrap();
     let dev = loop_device(&root.join("vol.img"));

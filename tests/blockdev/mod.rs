@@ -167,7 +167,7 @@ impl NodeEnv {
             .unwrap();
         let kubelet = root.path().join("kubelet");
         let local = root.path().join("local");
-        let by_id = local.join("by-id");
+        let by_id = local.join("by-id/n1");
         if kubelet_behind_symlink {
             let data = root.path().join("kubelet-data");
             std::fs::create_dir_all(&data).unwrap();

@@ -138,7 +138,9 @@ leak_check() {
         backend_volumes | awk -v h="$h" '$1 == h {print "volume (recorded) " $0}'
         losetup -l -n -O NAME,BACK-FILE 2>/dev/null | awk -v h="$h" 'index($2, h) {print "loop device " $0}'
         case $K8S_BACKEND in
-            local) ls "$(local_dir)/by-id" 2>/dev/null | grep -F "virtio-${h:0:20}" | sed 's/^/by-id link /' || true ;;
+            local)
+                find "$(local_dir)/by-id" -name "virtio-${h:0:20}" 2>/dev/null | sed 's/^/by-id link /' || true
+                ;;
             openstack)
                 ls "${OSTACK_STATE:-/var/tmp/cinder-csi-ostack}"/nodes/*/by-id 2>/dev/null |
                     grep -F "virtio-${h:0:20}" | sed 's/^/by-id link /' || true

@@ -1,8 +1,11 @@
-//! Compute on this machine: servers are the node ids this backend knows, attaching binds a
-//! loop device over the volume's file and links `by-id/virtio-<id[:20]>` to it, detaching
-//! removes both once the kernel has let go of the device. Nova's rules apply: one server per
-//! volume unless the volume is multiattach.
-//! Everything but a known node's lookup runs on the blocking pool (the ioctls, the records).
+//! Compute on this machine: servers are the node ids this backend knows, each in the zone it
+//! registered; attaching binds a loop device over the volume's file and links
+//! `by-id/<server>/virtio-<id[:20]>` to it, so only that server's node finds the disk (a
+//! multiattach volume: one device, one link per server); detaching removes the server's link,
+//! and the device with the last attachment once the kernel has let go of it. Nova's rules
+//! apply: one server per volume unless the volume is multiattach, and only a server of the
+//! volume's zone (Nova with `[cinder] cross_az_attach = False`).
+//! Everything runs on the blocking pool (the ioctls, the records).
 
 use std::path::Path;
 
@@ -10,7 +13,7 @@ use async_trait::async_trait;
 
 use super::backend::{bad_request, conflict, io_error, valid_node_id, Inner, LocalCloud};
 use super::loopdev::{self, LoopDevice};
-use super::records::{AttachmentRecord, VolumeRecord, ZONE};
+use super::records::{AttachmentRecord, NodeRecord, VolumeRecord};
 use super::store::{self, Kind, TMP_SUFFIX};
 use crate::cloud::{
     CloudError, CloudResult, Resource, Server, ServerAttachment, Servers, VolumeStatus,
@@ -19,9 +22,6 @@ use crate::cloud::{
 #[async_trait]
 impl Servers for LocalCloud {
     async fn get_server(&self, id: &str) -> CloudResult<Server> {
-        if self.inner.nodes.contains(id) {
-            return Ok(server(id));
-        }
         let id = id.to_string();
         self.blocking(move |inner| inner.get_server(&id)).await
     }
@@ -57,12 +57,12 @@ impl Servers for LocalCloud {
     }
 }
 
-fn server(id: &str) -> Server {
+fn server(id: &str, zone: &str) -> Server {
     Server {
         id: id.to_string(),
         name: id.to_string(),
         status: "ACTIVE".to_string(),
-        availability_zone: Some(ZONE.to_string()),
+        availability_zone: Some(zone.to_string()),
     }
 }
 
@@ -97,12 +97,25 @@ impl Inner {
         delay_for(&text, &[rec.name.as_str(), pvc])
     }
 
-    /// A node id given at startup, or registered under `DIR/nodes` by a node process.
+    /// A node registered under `DIR/nodes` by a node process (in the zone it registered), or
+    /// a node id given at startup (in the first zone).
     pub(super) fn get_server(&self, id: &str) -> CloudResult<Server> {
-        let known = self.nodes.contains(id)
-            || (valid_node_id(id) && self.layout.nodes_dir().join(id).is_file());
-        if known {
-            Ok(server(id))
+        if !valid_node_id(id) {
+            return Err(CloudError::not_found(Resource::Server, id));
+        }
+        let path = self.layout.nodes_dir().join(id);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                let rec = NodeRecord::parse(id, &text).ok_or_else(|| {
+                    io_error(path.display(), "not a node registration of this node")
+                })?;
+                return Ok(server(id, &rec.availability_zone));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_error(format_args!("read {}", path.display()), e)),
+        }
+        if self.nodes.contains(id) {
+            Ok(server(id, &self.zones[0]))
         } else {
             Err(CloudError::not_found(Resource::Server, id))
         }
@@ -114,7 +127,7 @@ impl Inner {
         volume_id: &str,
         multiattach: bool,
     ) -> CloudResult<ServerAttachment> {
-        self.get_server(server_id)?;
+        let server = self.get_server(server_id)?;
         let _ops = self.lock_ops();
         let mut rec = self
             .read()
@@ -122,7 +135,7 @@ impl Inner {
             .get(volume_id)
             .cloned()
             .ok_or_else(|| CloudError::not_found(Resource::Volume, volume_id))?;
-        check_attachable(&rec, server_id, multiattach)?;
+        check_attachable(&rec, &server, multiattach)?;
         let file = self.layout.data(Kind::Volume, volume_id);
         // A volume already attached elsewhere shares its device; otherwise take over a device
         // a lazy detach left bound to the file (never bind a second one), or bind a new one.
@@ -149,12 +162,12 @@ impl Inner {
             },
         };
         let undo = |inner: &Inner| {
+            let _ = inner.remove_link(server_id, volume_id);
             if created {
-                let _ = inner.remove_link(volume_id);
                 let _ = device.detach();
             }
         };
-        if let Err(e) = self.ensure_link(volume_id, &device) {
+        if let Err(e) = self.ensure_link(server_id, volume_id, &device) {
             undo(self);
             return Err(e);
         }
@@ -203,10 +216,11 @@ impl Inner {
             // the unbind leaves the volume recorded as attached with no device: the startup
             // reconcile binds one again, and the orchestrator's retry of the detach ends it.
             self.release_device(volume_id, &removed.device)?;
-            // The link points at nothing of ours now; what fails here the reconcile removes.
-            if let Err(e) = self.remove_link(volume_id) {
-                tracing::warn!(volume_id, error = %e, "cannot remove the by-id link");
-            }
+        }
+        // The other servers keep the device; this one must no longer find it. What fails here
+        // the reconcile removes.
+        if let Err(e) = self.remove_link(server_id, volume_id) {
+            tracing::warn!(volume_id, server_id, error = %e, "cannot remove the by-id link");
         }
         self.put_volume(rec)?;
         tracing::info!(volume_id, server_id, "detached");
@@ -264,9 +278,16 @@ impl Inner {
             .collect())
     }
 
-    /// Point `by-id/virtio-<id[:20]>` at `device` (atomically replacing a stale link).
-    pub(super) fn ensure_link(&self, volume_id: &str, device: &LoopDevice) -> CloudResult<()> {
-        let link = self.layout.by_id_link(volume_id);
+    /// Point `by-id/<server>/virtio-<id[:20]>` at `device` (atomically replacing a stale
+    /// link). `server` is a valid node id (`get_server` found it).
+    pub(super) fn ensure_link(
+        &self,
+        server: &str,
+        volume_id: &str,
+        device: &LoopDevice,
+    ) -> CloudResult<()> {
+        let dir = self.layout.by_id_dir(server);
+        let link = self.layout.by_id_link(server, volume_id);
         let target = device.path();
         if std::fs::read_link(&link).is_ok_and(|t| t == target) {
             return Ok(());
@@ -275,14 +296,15 @@ impl Inner {
         tmp.push(TMP_SUFFIX);
         let tmp = std::path::PathBuf::from(tmp);
         let _ = std::fs::remove_file(&tmp);
-        std::os::unix::fs::symlink(&target, &tmp)
+        std::fs::create_dir_all(&dir)
+            .and_then(|()| std::os::unix::fs::symlink(&target, &tmp))
             .and_then(|()| std::fs::rename(&tmp, &link))
-            .and_then(|()| store::sync_dir(&self.layout.by_id_dir()))
+            .and_then(|()| store::sync_dir(&dir))
             .map_err(|e| io_error(format_args!("link {}", link.display()), e))
     }
 
-    pub(super) fn remove_link(&self, volume_id: &str) -> CloudResult<()> {
-        let link = self.layout.by_id_link(volume_id);
+    pub(super) fn remove_link(&self, server: &str, volume_id: &str) -> CloudResult<()> {
+        let link = self.layout.by_id_link(server, volume_id);
         store::remove_durable(&link)
             .map_err(|e| io_error(format_args!("remove {}", link.display()), e))
     }
@@ -293,15 +315,24 @@ fn device_of(path: &str) -> CloudResult<LoopDevice> {
         .ok_or_else(|| io_error("attachment record", format!("{path} is not a loop device")))
 }
 
-fn check_attachable(rec: &VolumeRecord, server_id: &str, multiattach: bool) -> CloudResult<()> {
-    let id = &rec.id;
+fn check_attachable(rec: &VolumeRecord, server: &Server, multiattach: bool) -> CloudResult<()> {
+    let (id, server_id) = (&rec.id, &server.id);
     let status = rec.status();
     if !matches!(status, VolumeStatus::Available | VolumeStatus::InUse) {
         return Err(conflict(format!(
             "volume {id} must be available to be attached, it is {status}"
         )));
     }
-    if rec.attachments.iter().any(|a| a.server_id == server_id) {
+    // Nova with `[cinder] cross_az_attach = False` refuses this with 400 too.
+    let server_zone = server.availability_zone.as_deref().unwrap_or_default();
+    if server_zone != rec.availability_zone {
+        return Err(bad_request(format!(
+            "volume {id} is in availability zone {:?} and server {server_id} in {server_zone:?}: \
+             a volume attaches only to servers of its own zone",
+            rec.availability_zone
+        )));
+    }
+    if rec.attachments.iter().any(|a| a.server_id == *server_id) {
         return Err(conflict(format!(
             "volume {id} is already attached to server {server_id}"
         )));

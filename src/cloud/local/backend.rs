@@ -1,6 +1,6 @@
 //! The local backend's state: records in memory behind one lock, the ops mutex that serialises
 //! mutations, and the open/reconcile at startup; and the small roles (placement: the two
-//! types, the one zone, free space; health). The operations are in the files named for them
+//! types, the configured zones, free space; health). The operations are in the files named for them
 //! (volumes, sources, attach, copies, snapshots, backups), each an `impl Inner` block and the
 //! role's trait.
 
@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use nix::fcntl::{Flock, FlockArg};
 
 use super::reconcile_report::ReconcileReport;
-use super::records::{self, CopyRecord, GroupRecord, VolumeRecord, ZONE};
+use super::records::{self, CopyRecord, GroupRecord, NodeRecord, VolumeRecord, ZONE};
 use super::store::{Kind, Layout};
 use crate::cloud::poll::Pace;
 use crate::cloud::{
@@ -36,8 +36,12 @@ pub const RELEASE_WITHIN: Duration = Duration::from_secs(5);
 pub struct LocalOptions {
     /// State directory (created if missing).
     pub dir: PathBuf,
-    /// Instance ids `get_server` knows besides the nodes registered under `DIR/nodes`.
+    /// Instance ids `get_server` knows besides the nodes registered under `DIR/nodes` (in
+    /// the first zone unless registered).
     pub nodes: Vec<String>,
+    /// The availability zones volumes can be created in; the first is the default. Empty means
+    /// one zone, [`ZONE`].
+    pub zones: Vec<String>,
     /// See [`RELEASE_WITHIN`], the default.
     pub release_within: Duration,
 }
@@ -47,6 +51,7 @@ impl Default for LocalOptions {
         Self {
             dir: PathBuf::new(),
             nodes: Vec::new(),
+            zones: Vec::new(),
             release_within: RELEASE_WITHIN,
         }
     }
@@ -78,6 +83,8 @@ impl State {
 pub(super) struct Inner {
     pub(super) layout: Layout,
     pub(super) nodes: BTreeSet<String>,
+    /// [`LocalOptions::zones`], never empty.
+    pub(super) zones: Vec<String>,
     pub(super) state: RwLock<State>,
     pub(super) ops: Mutex<()>,
     /// [`LocalOptions::release_within`].
@@ -109,9 +116,10 @@ pub(super) fn valid_node_id(id: &str) -> bool {
     !id.is_empty() && id != "." && id != ".." && !id.contains('/') && !id.contains('\0')
 }
 
-/// Make `node_id` known to every adapter over `dir` (node-mode processes call this at
-/// startup, so a separate controller process on the same DIR can publish to them).
-pub fn register_node(dir: &Path, node_id: &str) -> CloudResult<()> {
+/// Make `node_id`, in zone `zone`, known to every adapter over `dir` (node-mode processes
+/// call this at startup, so a separate controller process on the same DIR can publish to
+/// them), and create the directory its attached disks appear in.
+pub fn register_node(dir: &Path, node_id: &str, zone: &str) -> CloudResult<()> {
     if !valid_node_id(node_id) {
         return Err(bad_request(format!(
             "node id {node_id:?} cannot be registered"
@@ -121,8 +129,15 @@ pub fn register_node(dir: &Path, node_id: &str) -> CloudResult<()> {
     layout
         .create_dirs()
         .map_err(|e| io_error(format_args!("create {}", dir.display()), e))?;
+    let by_id = layout.by_id_dir(node_id);
+    std::fs::create_dir_all(&by_id)
+        .map_err(|e| io_error(format_args!("create {}", by_id.display()), e))?;
     let path = layout.nodes_dir().join(node_id);
-    super::store::write_atomic(&path, format!("{node_id}\n").as_bytes())
+    let rec = NodeRecord {
+        id: node_id.to_string(),
+        availability_zone: zone.to_string(),
+    };
+    super::store::write_record(&path, &rec)
         .map_err(|e| io_error(format_args!("register node in {}", path.display()), e))
 }
 
@@ -183,6 +198,11 @@ impl LocalCloud {
                 .into_iter()
                 .filter(|n| valid_node_id(n))
                 .collect(),
+            zones: if opts.zones.is_empty() {
+                vec![ZONE.to_string()]
+            } else {
+                opts.zones
+            },
             state: RwLock::new(state),
             ops: Mutex::new(()),
             release_within: opts.release_within,
@@ -204,9 +224,9 @@ impl LocalCloud {
         self.inner.layout.root()
     }
 
-    /// Where attached volumes' links are (the node side's `--by-id-dir`).
-    pub fn by_id_dir(&self) -> PathBuf {
-        self.inner.layout.by_id_dir()
+    /// Where the volumes attached to `server` have their links (that node's `--by-id-dir`).
+    pub fn by_id_dir(&self, server: &str) -> PathBuf {
+        self.inner.layout.by_id_dir(server)
     }
 
     /// Run the startup reconcile again (tests; an operator tool).
@@ -288,7 +308,7 @@ impl Inner {
                 return Err(CloudError::not_found(Resource::VolumeType, t));
             }
         }
-        if az.is_some_and(|z| z != ZONE) {
+        if az.is_some_and(|z| !self.zones.iter().any(|c| c == z)) {
             return Ok(Capacity {
                 available_bytes: Some(0),
                 maximum_volume_bytes: None,
@@ -299,6 +319,23 @@ impl Inner {
             available_bytes: Some(free),
             maximum_volume_bytes: Some(total),
         })
+    }
+
+    /// The zone a new volume or backup goes to: the one asked for, which must be configured,
+    /// else `inherited` (a source's zone), else the first.
+    pub(super) fn zone_for(
+        &self,
+        asked: Option<&str>,
+        inherited: Option<&str>,
+    ) -> CloudResult<String> {
+        match asked {
+            Some(az) if !self.zones.iter().any(|z| z == az) => Err(bad_request(format!(
+                "availability zone {az:?} is invalid: the local backend's zones are {:?}",
+                self.zones
+            ))),
+            Some(az) => Ok(az.to_string()),
+            None => Ok(inherited.unwrap_or(&self.zones[0]).to_string()),
+        }
     }
 
     /// Free and total bytes of DIR's filesystem.
@@ -339,7 +376,7 @@ impl Placement for LocalCloud {
     }
 
     async fn availability_zones(&self) -> CloudResult<Vec<String>> {
-        Ok(vec![ZONE.to_string()])
+        Ok(self.inner.zones.clone())
     }
 
     async fn capacity(

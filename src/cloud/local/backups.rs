@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use super::backend::{bad_request, conflict, Inner};
 use super::data::{self, Source};
-use super::records::{self, CopyRecord, RECORD_VERSION, ZONE};
+use super::records::{self, CopyRecord, RECORD_VERSION};
 use super::store::Kind;
 use crate::cloud::{
     CloudError, CloudResult, CopyKind, CopyStatus, NewBackup, Resource, VolumeCopy, VolumeStatus,
@@ -17,11 +17,7 @@ fn not_found(id: &str) -> CloudError {
 
 impl Inner {
     pub(super) fn create_backup(&self, req: &NewBackup) -> CloudResult<VolumeCopy> {
-        if let Some(az) = req.availability_zone.as_deref().filter(|z| *z != ZONE) {
-            return Err(bad_request(format!(
-                "availability zone {az:?} is invalid: the local backend has only {ZONE:?}"
-            )));
-        }
+        let zone = self.zone_for(req.availability_zone.as_deref(), None)?;
         let (rec, file, device) = {
             let _ops = self.lock_ops();
             let (size_gib, file, device) = self.backup_source(req)?;
@@ -38,6 +34,7 @@ impl Inner {
                 metadata: req.metadata.clone(),
                 created_at_ms: records::now_ms(),
                 group_snapshot_id: None,
+                availability_zone: Some(zone),
             };
             self.put_copy(Kind::Backup, rec.clone())?;
             (rec, file, device)

@@ -77,6 +77,7 @@ impl Inner {
                     metadata: Default::default(),
                     created_at_ms: group.created_at_ms,
                     group_snapshot_id: Some(group.id.clone()),
+                    availability_zone: None,
                 },
             )?;
         }

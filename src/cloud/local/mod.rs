@@ -1,6 +1,7 @@
 //! The `local` backend: the cloud port on this machine. A volume is a sparse file of whole
-//! GiB, attaching it binds a loop device and links `DIR/by-id/virtio-<id[:20]>` to it (the node
-//! side searches that directory instead of /dev/disk/by-id). Snapshots, clones, backups and
+//! GiB in one of the configured zones, attaching it to a server (a node id) of its zone binds a
+//! loop device and links `DIR/by-id/<server>/virtio-<id[:20]>` to it (that node searches its
+//! directory instead of /dev/disk/by-id). Snapshots, clones, backups and
 //! restores are sparse copies. Each object has a JSON record written atomically, so a crash
 //! loses nothing; a reconcile pass at startup puts loop devices and links back in line.
 //!

@@ -8,7 +8,9 @@
 //!   one is kept (a mount on it stays valid), a missing one is re-created (after a reboot),
 //!   extra ones are unbound. Devices bound to our files without an attachment, or to deleted
 //!   files under DIR, are unbound (the kernel defers that while they are still mounted).
-//! - `by-id/` holds exactly one link per attached volume, pointing at its device.
+//! - `by-id/<server>/` holds exactly one link per volume attached to that server, pointing at
+//!   the volume's device; anything else under `by-id/` goes (links of versions that kept one
+//!   shared directory too). The servers' directories stay: node processes look into them.
 //! - Filesystems listed in `frozen.json` (a group snapshot was interrupted) are thawed first;
 //!   a group snapshot left `creating` or `deleting` is deleted with its members.
 
@@ -16,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use super::backend::{io_error, Inner};
+use super::backend::{io_error, valid_node_id, Inner};
 use super::data::gib_of;
 use super::loopdev::{self, LoopDevice};
 use super::reconcile_report::ReconcileReport;
@@ -148,11 +150,11 @@ impl Inner {
         Ok(())
     }
 
-    /// Returns the link name → device every attached volume must have.
+    /// Returns the links (server, link name) every attached volume must have.
     fn reconcile_devices(
         &self,
         report: &mut ReconcileReport,
-    ) -> CloudResult<BTreeMap<String, LoopDevice>> {
+    ) -> CloudResult<BTreeSet<(String, String)>> {
         let volumes: Vec<VolumeRecord> = self.read().volumes.values().cloned().collect();
         let mut by_inode = BTreeMap::new();
         for v in &volumes {
@@ -172,7 +174,7 @@ impl Inner {
                 None => {}
             }
         }
-        let mut expected = BTreeMap::new();
+        let mut expected = BTreeSet::new();
         for mut v in volumes {
             let devices = bound.remove(&v.id).unwrap_or_default();
             let file = self.layout.data(Kind::Volume, &v.id);
@@ -217,10 +219,13 @@ impl Inner {
                 }
                 self.put_volume(v.clone())?;
             }
-            expected.insert(store::link_name(&v.id), device);
-            if std::fs::read_link(self.layout.by_id_link(&v.id)).ok() != Some(device.path()) {
-                self.ensure_link(&v.id, &device)?;
-                report.links_written += 1;
+            for a in v.attachments.iter().filter(|a| valid_node_id(&a.server_id)) {
+                let link = self.layout.by_id_link(&a.server_id, &v.id);
+                expected.insert((a.server_id.clone(), store::link_name(&v.id)));
+                if std::fs::read_link(&link).ok() != Some(device.path()) {
+                    self.ensure_link(&a.server_id, &v.id, &device)?;
+                    report.links_written += 1;
+                }
             }
         }
         Ok(expected)
@@ -238,23 +243,39 @@ impl Inner {
 
     fn reconcile_links(
         &self,
-        expected: &BTreeMap<String, LoopDevice>,
+        expected: &BTreeSet<(String, String)>,
         report: &mut ReconcileReport,
     ) -> CloudResult<()> {
-        let dir = self.layout.by_id_dir();
-        let entries = std::fs::read_dir(&dir)
-            .map_err(|e| io_error(format_args!("read {}", dir.display()), e))?;
-        let wanted: BTreeSet<&String> = expected.keys().collect();
-        for entry in entries {
-            let entry = entry.map_err(|e| io_error(format_args!("read {}", dir.display()), e))?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if wanted.contains(&name) && !name.ends_with(TMP_SUFFIX) {
+        let root = self.layout.by_id_root();
+        for entry in read_dir(&root)? {
+            let (path, server) = (entry.path(), entry.file_name());
+            let server = server.to_string_lossy();
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            if !is_dir {
+                remove(&path, report)?;
                 continue;
             }
-            store::remove_durable(&entry.path())
-                .map_err(|e| io_error(format_args!("remove {}", entry.path().display()), e))?;
-            report.links_removed += 1;
+            for link in read_dir(&path)? {
+                let name = link.file_name().to_string_lossy().into_owned();
+                let wanted = expected.contains(&(server.to_string(), name.clone()));
+                if !wanted || name.ends_with(TMP_SUFFIX) {
+                    remove(&link.path(), report)?;
+                }
+            }
         }
         Ok(())
     }
+}
+
+fn read_dir(dir: &Path) -> CloudResult<Vec<std::fs::DirEntry>> {
+    std::fs::read_dir(dir)
+        .and_then(|entries| entries.collect())
+        .map_err(|e| io_error(format_args!("read {}", dir.display()), e))
+}
+
+fn remove(path: &Path, report: &mut ReconcileReport) -> CloudResult<()> {
+    store::remove_durable(path)
+        .map_err(|e| io_error(format_args!("remove {}", path.display()), e))?;
+    report.links_removed += 1;
+    Ok(())
 }

@@ -13,8 +13,13 @@ use crate::cloud::{
 /// Bumped if the record layout ever changes incompatibly.
 pub const RECORD_VERSION: u32 = 1;
 
-/// The only availability zone of this backend.
+/// The availability zone of a backend configured without zones, and of records written before
+/// zones existed.
 pub const ZONE: &str = "local";
+
+fn default_zone() -> String {
+    ZONE.to_string()
+}
 
 /// Volume types this backend offers: the default, and one that allows multi-attach.
 pub const TYPE_DEFAULT: &str = "local";
@@ -89,6 +94,9 @@ pub struct VolumeRecord {
     #[serde(default)]
     pub backup_id: Option<String>,
     pub created_at_ms: u64,
+    /// One of the backend's zones; attaching it to a server of another zone is refused.
+    #[serde(default = "default_zone")]
+    pub availability_zone: String,
 }
 
 impl VolumeRecord {
@@ -115,7 +123,7 @@ impl VolumeRecord {
             name: self.name.clone(),
             size_gib: self.size_gib,
             status: self.status(),
-            availability_zone: ZONE.to_string(),
+            availability_zone: self.availability_zone.clone(),
             volume_type: Some(self.volume_type.clone()),
             multiattach: self.multiattach,
             bootable: false,
@@ -160,6 +168,9 @@ pub struct CopyRecord {
     /// Snapshots only: the group snapshot it is a member of.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group_snapshot_id: Option<String>,
+    /// Backups only: the zone asked for (records without one are in [`ZONE`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub availability_zone: Option<String>,
 }
 
 impl CopyRecord {
@@ -172,7 +183,8 @@ impl CopyRecord {
             snapshot_id: self.snapshot_id.clone(),
             size_gib: self.size_gib,
             status: CopyStatus::parse(&self.status),
-            availability_zone: (kind == CopyKind::Backup).then(|| ZONE.to_string()),
+            availability_zone: (kind == CopyKind::Backup)
+                .then(|| self.availability_zone.clone().unwrap_or_else(default_zone)),
             created_at: Some(time_of(self.created_at_ms)),
             metadata: self.metadata.clone(),
             fail_reason: self.error_reason.clone(),
@@ -186,6 +198,28 @@ impl CopyRecord {
 
     pub fn is_creating(&self) -> bool {
         self.status == "creating"
+    }
+}
+
+/// A node's registration (`nodes/<id>`): the server it is and the zone it is in. Nodes of
+/// versions without zones wrote their id alone, a line of text: they are in [`ZONE`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeRecord {
+    pub id: String,
+    pub availability_zone: String,
+}
+
+impl NodeRecord {
+    /// The record in `text`, the file of node `id`; `None` if it is neither form.
+    pub fn parse(id: &str, text: &str) -> Option<Self> {
+        match serde_json::from_str::<Self>(text) {
+            Ok(r) if r.id == id => Some(r),
+            Ok(_) => None,
+            Err(_) => (text.trim_end_matches('\n') == id).then(|| Self {
+                id: id.to_string(),
+                availability_zone: default_zone(),
+            }),
+        }
     }
 }
 
@@ -230,18 +264,41 @@ mod tests {
             source_volume_id: None,
             backup_id: None,
             created_at_ms: 1_700_000_000_000,
+            availability_zone: "zone-b".into(),
         };
         let json = serde_json::to_string(&r).unwrap();
         let back: VolumeRecord = serde_json::from_str(&json).unwrap();
         assert_eq!(back, r);
         let v = r.to_volume();
         assert_eq!(v.status, VolumeStatus::InUse);
-        assert_eq!(v.availability_zone, "local");
+        assert_eq!(v.availability_zone, "zone-b");
         assert_eq!(
             v.attached_to("node").unwrap().device.as_deref(),
             Some("/dev/loop3")
         );
         assert_eq!(v.size_bytes(), 2 << 30);
+    }
+
+    #[test]
+    fn records_without_a_zone_are_in_the_default_zone() {
+        let r: VolumeRecord = serde_json::from_value(serde_json::json!({
+            "version": 1, "id": "v1", "name": "n", "size_gib": 1, "status": "available",
+            "volume_type": "local", "multiattach": false, "created_at_ms": 1,
+        }))
+        .unwrap();
+        assert_eq!(r.to_volume().availability_zone, ZONE);
+        // A node registered by a version without zones wrote its id alone.
+        let legacy = NodeRecord::parse("node-1", "node-1\n").unwrap();
+        assert_eq!(legacy.availability_zone, ZONE);
+        let rec = NodeRecord {
+            id: "node-1".into(),
+            availability_zone: "zone-b".into(),
+        };
+        let text = serde_json::to_string(&rec).unwrap();
+        assert_eq!(NodeRecord::parse("node-1", &text), Some(rec));
+        // Another node's file, or garbage, is no registration of this one.
+        assert_eq!(NodeRecord::parse("node-2", &text), None);
+        assert_eq!(NodeRecord::parse("node-1", "node-2\n"), None);
     }
 
     #[test]

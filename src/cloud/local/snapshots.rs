@@ -48,6 +48,7 @@ impl Inner {
                 metadata: req.metadata.clone(),
                 created_at_ms: records::now_ms(),
                 group_snapshot_id: None,
+                availability_zone: None,
             };
             self.put_copy(Kind::Snapshot, rec.clone())?;
             (rec, device)

@@ -1,5 +1,6 @@
 //! What a new volume is copied from: a snapshot, a backup or another volume, checked as
-//! Cinder checks it (available, or in-use for a clone; not larger than the new volume).
+//! Cinder checks it (available, or in-use for a clone; not larger than the new volume; a
+//! snapshot's or a source volume's zone, as with Cinder's default `cloned_volume_same_az`).
 
 use std::path::PathBuf;
 
@@ -24,6 +25,20 @@ impl Inner {
                 req.size_gib
             ))
         };
+        // The new volume is in its source volume's zone: asked for another, it is refused.
+        let same_zone = |rec: &mut VolumeRecord, kind: &str, id: &str, zone: Option<&String>| {
+            let Some(zone) = zone else { return Ok(()) };
+            match req.availability_zone.as_deref() {
+                Some(az) if az != zone => Err(bad_request(format!(
+                    "volume must be in the same availability zone as the {kind} {id} \
+                     ({zone:?}), not {az:?}"
+                ))),
+                _ => {
+                    rec.availability_zone = zone.clone();
+                    Ok(())
+                }
+            }
+        };
         let Some(source) = &req.source else {
             return Ok(None);
         };
@@ -42,6 +57,8 @@ impl Inner {
                 if req.size_gib < s.size_gib {
                     return Err(too_small("snapshot", id, s.size_gib));
                 }
+                let zone = st.volumes.get(&s.volume_id).map(|v| &v.availability_zone);
+                same_zone(rec, "snapshot", id, zone)?;
                 rec.snapshot_id = Some(id.clone());
                 Ok(Some((self.layout.data(Kind::Snapshot, id), None)))
             }
@@ -59,6 +76,7 @@ impl Inner {
                 if req.size_gib < v.size_gib {
                     return Err(too_small("source volume", id, v.size_gib));
                 }
+                same_zone(rec, "source volume", id, Some(&v.availability_zone))?;
                 rec.source_volume_id = Some(id.clone());
                 let dev = v.attachments.first().map(|a| PathBuf::from(&a.device));
                 Ok(Some((self.layout.data(Kind::Volume, id), dev)))

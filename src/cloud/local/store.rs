@@ -47,7 +47,8 @@ pub const TMP_SUFFIX: &str = ".tmp";
 
 /// Paths inside DIR:
 /// `volumes/<id>.{json,img}`, `snapshots/<id>.{json,img}`, `backups/<id>.{json,img}`,
-/// `group-snapshots/<id>.json`, `by-id/virtio-<id[:20]>` → `/dev/loopN`, `nodes/<node id>`,
+/// `group-snapshots/<id>.json`, `by-id/<server>/virtio-<id[:20]>` → `/dev/loopN` (one directory
+/// per server, so a node sees only the disks attached to it), `nodes/<node id>`,
 /// `frozen.json` (while a group snapshot holds filesystems frozen), `.lock`.
 #[derive(Debug, Clone)]
 pub struct Layout {
@@ -81,14 +82,21 @@ impl Layout {
         self.dir(kind).join(format!("{id}.img{TMP_SUFFIX}"))
     }
 
-    pub fn by_id_dir(&self) -> PathBuf {
+    /// Holds one directory per server.
+    pub fn by_id_root(&self) -> PathBuf {
         self.root.join("by-id")
+    }
+
+    /// The disks attached to `server`, as its /dev/disk/by-id. `server` must be a valid node
+    /// id (no `/`, not `.` or `..`): callers check it before anything is written.
+    pub fn by_id_dir(&self, server: &str) -> PathBuf {
+        self.by_id_root().join(server)
     }
 
     /// The link the node side looks for: `virtio-` + the first 20 characters of the id, as a
     /// virtio disk's serial appears under /dev/disk/by-id.
-    pub fn by_id_link(&self, volume_id: &str) -> PathBuf {
-        self.by_id_dir().join(link_name(volume_id))
+    pub fn by_id_link(&self, server: &str, volume_id: &str) -> PathBuf {
+        self.by_id_dir(server).join(link_name(volume_id))
     }
 
     pub fn nodes_dir(&self) -> PathBuf {
@@ -111,7 +119,7 @@ impl Layout {
             self.dir(Kind::Snapshot),
             self.dir(Kind::Backup),
             self.dir(Kind::GroupSnapshot),
-            self.by_id_dir(),
+            self.by_id_root(),
             self.nodes_dir(),
         ] {
             std::fs::create_dir_all(&d)?;

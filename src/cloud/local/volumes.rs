@@ -11,7 +11,7 @@ use super::backend::{bad_request, conflict, io_error, Inner, LocalCloud, PACE};
 use super::data::{self, Source};
 use super::loopdev::{release, LoopDevice};
 use super::paging::paginate;
-use super::records::{self, VolumeRecord, RECORD_VERSION, ZONE};
+use super::records::{self, VolumeRecord, RECORD_VERSION};
 use super::store::Kind;
 use crate::cloud::poll::{poll, Look};
 use crate::cloud::{
@@ -125,11 +125,7 @@ impl Inner {
             Some(t) => records::find_volume_type(t)
                 .ok_or_else(|| CloudError::not_found(Resource::VolumeType, t))?,
         };
-        if let Some(az) = req.availability_zone.as_deref().filter(|z| *z != ZONE) {
-            return Err(bad_request(format!(
-                "availability zone {az:?} is invalid: the local backend has only {ZONE:?}"
-            )));
-        }
+        let availability_zone = self.zone_for(req.availability_zone.as_deref(), None)?;
         // Names need not be unique, as in Cinder: the controller core decides what a second
         // volume with the same name means.
         let mut rec = VolumeRecord {
@@ -148,6 +144,7 @@ impl Inner {
             source_volume_id: None,
             backup_id: None,
             created_at_ms: records::now_ms(),
+            availability_zone,
         };
         self.check_fits(req.size_gib)?;
         let source = {

@@ -131,16 +131,26 @@ chart_values() {
             # as before; several: node-I, not one host name for all).
             # The controller sees the kubelet dir's mounts (HostToContainer) to freeze a group
             # snapshot's mounted members (FIFREEZE through their staging mounts).
+            # Several nodes: the backend has the nodes' two zones, and each node plugin reports
+            # its node's (CINDER_CSI_NODE_AZ from the node's topology.kubernetes.io/zone, which
+            # the apiserver's PodTopologyLabels admission copies onto the pod when it is bound),
+            # so the kubelet labels the node with the driver's zone key from NodeGetInfo.
+            local node_env="{name: CINDER_CSI_NODE_ID, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}"
+            local zones_arg=""
+            if ((nodes > 1)); then
+                node_env+=", {name: CINDER_CSI_NODE_AZ, valueFrom: {fieldRef: {fieldPath: \"metadata.labels['$zone_key']\"}}}"
+                zones_arg=", \"--local-zones=$(node_zones)\""
+            fi
             cat >"$f" <<EOF
 secret: {enabled: false}
 node:
   kubeletDir: $kubelet_dir
   extraArgs: [--backend=local, --local-dir=$state/local]
-  extraEnv: [{name: CINDER_CSI_NODE_ID, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}]
+  extraEnv: [$node_env]
   extraVolumes: [{name: local-dir, hostPath: {path: $state/local, type: DirectoryOrCreate}}]
   extraVolumeMounts: [{name: local-dir, mountPath: $state/local, mountPropagation: HostToContainer}]
 controller:
-  extraArgs: [--backend=local, --local-dir=$state/local]
+  extraArgs: [--backend=local, --local-dir=$state/local$zones_arg]
   securityContext: {privileged: true}
   extraVolumes:
     - {name: local-dir, hostPath: {path: $state/local, type: DirectoryOrCreate}}

@@ -16,11 +16,12 @@
 #     only), and kubelet (certificate system:node:node-I, cgroupRoot /cinder-csi-k8s/nI,
 #     eviction and image GC off as kind sets them, the labels below);
 #   - the zone label topology.kubernetes.io/zone: odd nodes zone-a, even ones zone-b (3
-#     nodes: 2 in zone-a, 1 in zone-b). Not the driver's own key
+#     nodes: 2 in zone-a, 1 in zone-b). The apiserver's PodTopologyLabels admission copies
+#     it onto each pod bound to the node, and the node plugin reads it from there (downward
+#     API, CINDER_CSI_NODE_AZ; lib/config.sh). Not the driver's own key
 #     topology.cinder.csi.openstack.org/zone: the kubelet sets that one from the node
 #     plugin's NodeGetInfo and refuses the registration when a label the node already has
-#     says otherwise ("detected topology value collision"), and the node plugins of one
-#     DaemonSet cannot yet be told their node's zone (each reports the backend's).
+#     says otherwise ("detected topology value collision").
 # The control plane stays on the host (its network, apiserver on $node_ip, which the nodes
 # reach through their default route).
 
@@ -45,6 +46,17 @@ node_ctx() {
     nsfx=-n$i
     node_zone=$(((i % 2) ? 0 : 1))
     node_zone=zone-$([[ $node_zone == 0 ]] && echo a || echo b)
+}
+
+# The zones of the cluster's nodes, comma-separated, in order (zone-a,zone-b).
+node_zones() {
+    local i zones=()
+    for i in $(node_list); do
+        node_ctx "$i"
+        [[ " ${zones[*]} " == *" $node_zone "* ]] || zones+=("$node_zone")
+    done
+    local IFS=,
+    echo "${zones[*]}"
 }
 
 # The node numbers of the cluster in $state (1 on a one-node cluster).
