@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::error::AppError;
-use super::plan::{local_node_id, Plan};
+use super::local_node::local_node_id;
+use super::plan::Plan;
 use crate::cli::{Backend, ServeArgs};
 use crate::cloud::local::{LocalCloud, LocalOptions};
 use crate::cloud::openstack::{ApiMetrics, ApiObserver, OpenStack, OpenStackOptions, ProxyOptions};

@@ -6,6 +6,7 @@ mod claims;
 mod clouds;
 mod device_addresses;
 mod error;
+mod local_node;
 mod options;
 mod plan;
 mod reload;
@@ -15,6 +16,7 @@ mod tests;
 
 pub use clouds::{build_clouds, openstack_cloud};
 pub use error::AppError;
+pub use local_node::local_node_id;
 pub use options::{by_id_dir, controller_options, metadata_options};
-pub use plan::{local_node_id, plan, Plan};
+pub use plan::{plan, Plan};
 pub use run::{node_core, run};

@@ -38,9 +38,9 @@ pub fn controller_options(args: &ServeArgs, bs: &config::BlockStorageConfig) -> 
 /// local backend (its attach to this node makes `virtio-<id[:20]>` links there).
 pub fn by_id_dir(args: &ServeArgs) -> std::path::PathBuf {
     match (args.backend, &args.local_dir) {
-        (crate::cli::Backend::Local, Some(dir)) => {
-            dir.join("by-id").join(super::plan::local_node_id(args))
-        }
+        (crate::cli::Backend::Local, Some(dir)) => dir
+            .join("by-id")
+            .join(super::local_node::local_node_id(args)),
         _ => args.by_id_dir.clone(),
     }
 }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::error::AppError;
+use super::local_node::{local_node_id, local_node_zone};
 use super::options::metadata_options;
 use crate::cli::{Backend, ServeArgs};
 use crate::config::{self, CloudConfig, GlobalConfig};
@@ -125,26 +126,4 @@ fn check_local_zones(args: &ServeArgs) -> Result<(), AppError> {
         ))),
         _ => Ok(()),
     }
-}
-
-/// Zone of a local-backend node: `--node-az`, else the first of `--local-zones`.
-pub fn local_node_zone(args: &ServeArgs) -> &str {
-    match &args.node_az {
-        Some(az) if !az.is_empty() => az,
-        _ => args
-            .local_zones
-            .first()
-            .map_or(crate::cloud::local::ZONE, String::as_str),
-    }
-}
-
-/// Node id of a local-backend process: `--node-id`, else the host name.
-pub fn local_node_id(args: &ServeArgs) -> String {
-    args.node_id.clone().unwrap_or_else(|| {
-        nix::unistd::gethostname()
-            .ok()
-            .and_then(|h| h.into_string().ok())
-            .filter(|h| !h.is_empty())
-            .unwrap_or_else(|| "localhost".to_string())
-    })
 }

@@ -7,8 +7,9 @@ use tonic::transport::Server;
 
 use super::clouds::{controller_clouds, CloudUpGauge};
 use super::error::AppError;
+use super::local_node::{local_node_id, local_node_zone};
 use super::options::{by_id_dir, controller_options};
-use super::plan::{local_node_id, local_node_zone, plan};
+use super::plan::plan;
 use crate::cli::{Backend, ServeArgs};
 use crate::config::CloudConfig;
 use crate::csi::controller::ControllerService;

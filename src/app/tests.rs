@@ -61,7 +61,7 @@ async fn local_zones_and_the_node_zone() {
         args(&v)
     };
     // The node's zone: --node-az, else the first configured zone (`local` by default).
-    let zone = |a: &ServeArgs| plan::local_node_zone(a).to_string();
+    let zone = |a: &ServeArgs| local_node::local_node_zone(a).to_string();
     assert_eq!(zone(&with(&[])), "local");
     assert_eq!(zone(&with(&["--local-zones", "zone-a,zone-b"])), "zone-a");
     assert_eq!(

@@ -11,8 +11,9 @@ use std::path::Path;
 
 use async_trait::async_trait;
 
-use super::backend::{bad_request, conflict, io_error, valid_node_id, Inner, LocalCloud};
+use super::backend::{bad_request, conflict, io_error, Inner, LocalCloud};
 use super::loopdev::{self, LoopDevice};
+use super::records::valid_node_id;
 use super::records::{AttachmentRecord, NodeRecord, VolumeRecord};
 use super::store::{self, Kind, TMP_SUFFIX};
 use crate::cloud::{

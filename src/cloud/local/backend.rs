@@ -15,7 +15,8 @@ use async_trait::async_trait;
 use nix::fcntl::{Flock, FlockArg};
 
 use super::reconcile_report::ReconcileReport;
-use super::records::{self, CopyRecord, GroupRecord, NodeRecord, VolumeRecord, ZONE};
+use super::records::valid_node_id;
+use super::records::{self, CopyRecord, GroupRecord, VolumeRecord, ZONE};
 use super::store::{Kind, Layout};
 use crate::cloud::poll::Pace;
 use crate::cloud::{
@@ -109,36 +110,6 @@ pub(super) fn bad_request(message: impl Into<String>) -> CloudError {
         message: message.into(),
         request_id: Default::default(),
     }
-}
-
-/// A node id usable as a file name under `DIR/nodes`.
-pub(super) fn valid_node_id(id: &str) -> bool {
-    !id.is_empty() && id != "." && id != ".." && !id.contains('/') && !id.contains('\0')
-}
-
-/// Make `node_id`, in zone `zone`, known to every adapter over `dir` (node-mode processes
-/// call this at startup, so a separate controller process on the same DIR can publish to
-/// them), and create the directory its attached disks appear in.
-pub fn register_node(dir: &Path, node_id: &str, zone: &str) -> CloudResult<()> {
-    if !valid_node_id(node_id) {
-        return Err(bad_request(format!(
-            "node id {node_id:?} cannot be registered"
-        )));
-    }
-    let layout = Layout::new(dir.to_path_buf());
-    layout
-        .create_dirs()
-        .map_err(|e| io_error(format_args!("create {}", dir.display()), e))?;
-    let by_id = layout.by_id_dir(node_id);
-    std::fs::create_dir_all(&by_id)
-        .map_err(|e| io_error(format_args!("create {}", by_id.display()), e))?;
-    let path = layout.nodes_dir().join(node_id);
-    let rec = NodeRecord {
-        id: node_id.to_string(),
-        availability_zone: zone.to_string(),
-    };
-    super::store::write_record(&path, &rec)
-        .map_err(|e| io_error(format_args!("register node in {}", path.display()), e))
 }
 
 fn load<T: serde::de::DeserializeOwned>(layout: &Layout, kind: Kind) -> CloudResult<Vec<T>> {

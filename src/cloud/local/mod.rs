@@ -12,7 +12,7 @@
 //! state lock, which is never held across I/O, so they run on the async runtime.
 //!
 //! Each role of the port is implemented in the file holding its code: `volumes` (with
-//! `sources`), `copies` (with `snapshots` and `backups`), `attach` (servers), `backend`
+//! `sources`), `copies` (with `snapshots` and `backups`), `attach` (servers, with `nodes`), `backend`
 //! (placement, health). `copy` is the sparse file copy they all use.
 
 mod attach;
@@ -25,6 +25,7 @@ mod freeze;
 mod group_create;
 mod groups;
 pub mod loopdev;
+mod nodes;
 mod paging;
 mod reconcile;
 mod reconcile_report;
@@ -34,7 +35,8 @@ mod sources;
 pub mod store;
 mod volumes;
 
-pub use backend::{register_node, LocalCloud, LocalOptions, RELEASE_WITHIN};
+pub use backend::{LocalCloud, LocalOptions, RELEASE_WITHIN};
 pub use groups::GROUP_TYPE;
+pub use nodes::register_node;
 pub use reconcile_report::ReconcileReport;
 pub use records::{TYPE_DEFAULT, TYPE_MULTIATTACH, ZONE};

@@ -18,10 +18,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use super::backend::{io_error, valid_node_id, Inner};
+use super::backend::{io_error, Inner};
 use super::data::gib_of;
 use super::loopdev::{self, LoopDevice};
 use super::reconcile_report::ReconcileReport;
+use super::records::valid_node_id;
 use super::records::VolumeRecord;
 use super::store::{self, Kind, TMP_SUFFIX};
 use crate::cloud::{CloudResult, VolumeStatus};

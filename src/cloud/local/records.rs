@@ -201,6 +201,11 @@ impl CopyRecord {
     }
 }
 
+/// A node id usable as a file name under `DIR/nodes`.
+pub(super) fn valid_node_id(id: &str) -> bool {
+    !id.is_empty() && id != "." && id != ".." && !id.contains('/') && !id.contains('\0')
+}
+
 /// A node's registration (`nodes/<id>`): the server it is and the zone it is in. Nodes of
 /// versions without zones wrote their id alone, a line of text: they are in [`ZONE`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
