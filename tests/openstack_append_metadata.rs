@@ -5,38 +5,9 @@
 
 mod openstack_support;
 
-use std::collections::HashMap;
-
 use cinder_csi::csi::pb;
+use openstack_support::requests::create_req;
 use openstack_support::{call, Cloud, CloudObjects, Controller, Driver, MountGuard};
-
-const GIB: i64 = 1 << 30;
-
-fn create_req(name: &str, params: &[(&str, &str)]) -> pb::CreateVolumeRequest {
-    pb::CreateVolumeRequest {
-        name: name.into(),
-        capacity_range: Some(pb::CapacityRange {
-            required_bytes: GIB,
-            limit_bytes: 0,
-        }),
-        volume_capabilities: vec![pb::VolumeCapability {
-            access_type: Some(pb::volume_capability::AccessType::Mount(
-                pb::volume_capability::MountVolume {
-                    fs_type: "ext4".into(),
-                    ..Default::default()
-                },
-            )),
-            access_mode: Some(pb::volume_capability::AccessMode {
-                mode: pb::volume_capability::access_mode::Mode::SingleNodeWriter as i32,
-            }),
-        }],
-        parameters: params
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect::<HashMap<_, _>>(),
-        ..Default::default()
-    }
-}
 
 #[tokio::test]
 async fn append_volume_metadata_is_on_the_cinder_volume() {

@@ -10,48 +10,27 @@
 mod kube_api_support;
 mod openstack_support;
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use cinder_csi::csi::pb;
 use kube_api_support::KubeApi;
+use openstack_support::requests;
 use openstack_support::{call, Cloud, CloudObjects, Controller, Driver, MountGuard};
 
-const GIB: i64 = 1 << 30;
 const AFFINITY: &str = "cinder.csi.openstack.org/affinity";
 const ANTI_AFFINITY: &str = "cinder.csi.openstack.org/anti-affinity";
 
 /// CreateVolume as external-provisioner with --extra-create-metadata sends it for `pvc`.
 fn create_req(name: &str, ns: &str, pvc: &str) -> pb::CreateVolumeRequest {
-    let params = [
-        ("availability", "az2"),
-        ("csi.storage.k8s.io/pvc/name", pvc),
-        ("csi.storage.k8s.io/pvc/namespace", ns),
-        ("csi.storage.k8s.io/pv/name", name),
-    ];
-    pb::CreateVolumeRequest {
-        name: name.into(),
-        capacity_range: Some(pb::CapacityRange {
-            required_bytes: GIB,
-            limit_bytes: 0,
-        }),
-        volume_capabilities: vec![pb::VolumeCapability {
-            access_type: Some(pb::volume_capability::AccessType::Mount(
-                pb::volume_capability::MountVolume {
-                    fs_type: "ext4".into(),
-                    ..Default::default()
-                },
-            )),
-            access_mode: Some(pb::volume_capability::AccessMode {
-                mode: pb::volume_capability::access_mode::Mode::SingleNodeWriter as i32,
-            }),
-        }],
-        parameters: params
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect::<HashMap<_, _>>(),
-        ..Default::default()
-    }
+    requests::create_req(
+        name,
+        &[
+            ("availability", "az2"),
+            ("csi.storage.k8s.io/pvc/name", pvc),
+            ("csi.storage.k8s.io/pvc/namespace", ns),
+            ("csi.storage.k8s.io/pv/name", name),
+        ],
+    )
 }
 
 /// The Cinder backend volume `id` is on, from Cinder's admin view (`host@backend#pool`).

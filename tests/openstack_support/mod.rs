@@ -21,6 +21,7 @@ use tonic::transport::{Channel, Endpoint, Uri};
 #[path = "../die_with_parent/mod.rs"]
 mod die_with_parent;
 pub use die_with_parent::DieWithParent;
+pub mod requests;
 
 pub const ENV_VAR: &str = "CINDER_CSI_OSTACK_ENV";
 /// Bound on any one CSI call or wait against the cloud (generous: a 2-core CI machine).
