@@ -10,10 +10,25 @@
 #   3. single writer: a ReadWriteOnce volume in use on node-1 is never attached to node-3 too:
 #      a second pod there stays ContainerCreating with a Multi-Attach error until the first is
 #      gone, then runs;
+#   4. AllowedTopologies: an Immediate class allowed in zone-b only makes its volume there
+#      before any pod exists, and the pod that uses it is scheduled to node-2;
+#   5. drain: a Deployment's pod writes on node-1; `kubectl drain node-1` evicts it; its
+#      replacement runs on node-3 with the data, node-1 has nothing of the volume left;
+#   6. multi-attach: a raw block ReadWriteMany claim of the local-multiattach type is used by
+#      pods on node-1 and node-3 at once; each reads what the other wrote (O_DIRECT); the
+#      pod on node-1 goes and the one on node-3 keeps working;
+#   7. node lost: the zone-a node that holds a Deployment's volume (not the controller's) is
+#      powered off (`tests/k8s/cluster poweroff`: all its processes killed, its mounts
+#      dropped); it goes NotReady and the volume stays attached to it (the cluster's
+#      controller-manager never force-detaches on a timeout); the out-of-service taint
+#      (non-graceful node shutdown) then frees it and the replacement pod runs on the other
+#      zone-a node with the data; the node is powered on again and comes back with no mount
+#      of the volume and its old pod's directory cleaned;
 #   then everything is deleted and nothing is left on any node.
 # After each step the backend's own record of the volume (its zone, the servers it is attached
 # to), the by-id link of each node, the loop devices and each node's mountinfo are checked,
-# not logs.
+# not logs. While a single-writer volume moves (3, 5, 7), its backend record is also sampled
+# in the background: it must never name two servers.
 #
 #   tests/k8s/multinode.sh
 #
@@ -25,7 +40,7 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 . "$repo/tests/k8s/lib.sh"
 
 case ${1:-} in
-    -h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     "") ;;
     *) echo "multinode.sh: unknown argument '$1'" >&2; exit 2 ;;
 esac
@@ -34,7 +49,11 @@ ns=cinder-csi-multinode
 sc=cinder-csi-multinode
 zone_key=topology.cinder.csi.openstack.org/zone
 state=${K8S_STATE:-${CINDER_CSI_K8S_STATE:-/var/tmp/cinder-csi-k8s}}
+oos_taint=node.kubernetes.io/out-of-service=nodeshutdown:NoExecute
 t0=$SECONDS
+tmp=$(mktemp -d)
+watcher=""
+powered_off=""
 
 fail() {
     echo "multinode: FAILED: $*"
@@ -44,11 +63,21 @@ fail() {
 step() { printf '[%4d s] %s\n' $((SECONDS - t0)) "$*"; }
 
 cleanup() {
-    local rc=$?
+    local rc=$? n
     trap - EXIT
     step "cleanup"
+    set +e
+    [[ -n ${watcher:-} ]] && kill "$watcher" 2>/dev/null
+    # A node this test powered off, cordoned or tainted is given back as it was.
+    [[ -n ${powered_off:-} ]] && "$repo/tests/k8s/cluster" poweron "$powered_off" >/dev/null 2>&1
+    for n in node-1 node-2 node-3; do
+        k get node "$n" -o jsonpath='{.spec.taints[*].key}' 2>/dev/null | grep -qw "${oos_taint%%=*}" &&
+            k taint node "$n" "$oos_taint-" >/dev/null 2>&1
+        k uncordon "$n" >/dev/null 2>&1
+    done
     k delete namespace "$ns" --ignore-not-found --wait=true --timeout=5m >/dev/null 2>&1 || true
-    k delete storageclass "$sc" --ignore-not-found >/dev/null 2>&1 || true
+    k delete storageclass "$sc" "$sc-ma" "$sc-zb" --ignore-not-found >/dev/null 2>&1 || true
+    rm -rf "$tmp"
     exit "$rc"
 }
 trap cleanup EXIT
@@ -82,12 +111,18 @@ loop_devices() { losetup -l -n -O NAME,BACK-FILE | awk -v f="$dir/volumes/$1.img
 # The nodes whose own /var/lib/kubelet has a mount of volume $1 (staging: the handle's sha256;
 # a pod's: its PV $2), from each node's mountinfo.
 mounted_nodes() {
-    local n sha pid
+    local n sha pid mi kd
     sha=$(printf %s "$1" | sha256sum | cut -d' ' -f1)
     for n in 1 2 3; do
-        pid=$(cat "$state/pids/nodens-n$n.pid")
-        awk -v s="$sha" -v pv="/$2/" '$5 ~ "^/var/lib/kubelet/" && (index($5, s) || index($5, pv)) {found = 1}
-            END {exit !found}' "/proc/$pid/mountinfo" && printf 'node-%s ' "$n"
+        # A powered-off node has no namespace: what is left of its mounts shows on the host.
+        if [[ -f $state/pids/nodens-n$n.pid ]]; then
+            pid=$(cat "$state/pids/nodens-n$n.pid")
+            mi=/proc/$pid/mountinfo kd=/var/lib/kubelet/
+        else
+            mi=/proc/self/mountinfo kd=$state/nodes/n$n/kubelet/
+        fi
+        awk -v s="$sha" -v pv="/$2/" -v kd="$kd" 'index($5, kd) == 1 && (index($5, s) || index($5, pv)) {found = 1}
+            END {exit !found}' "$mi" && printf 'node-%s ' "$n"
     done
     echo
 }
@@ -99,8 +134,49 @@ expect_state() {
     step "  backend: $(record "$h"); by-id: $(linked_nodes "$h"); loop devices: $5; mounted on: $(mounted_nodes "$h" "$pv")"
 }
 
-# pod NAME CLAIM NODE SCRIPT: busybox on NODE (the scheduler places it: nodeSelector) running
-# SCRIPT with the claim at /data.
+# watch_writers HANDLE: samples the backend's record of volume HANDLE in the background every
+# 0.1 s; a moment it names more than one server is written to $tmp/writers (checked by
+# no_two_writers). Single-writer volumes only.
+watch_writers() {
+    python3 - "$dir/volumes/$1.json" "$tmp/writers" <<'EOF' &
+import json, sys, time
+while True:
+    try:
+        servers = {a["server_id"] for a in json.load(open(sys.argv[1]))["attachments"]}
+    except (OSError, ValueError):
+        servers = set()
+    if len(servers) > 1:
+        with open(sys.argv[2], "a") as f:
+            f.write(time.strftime("%H:%M:%S ") + " ".join(sorted(servers)) + "\n")
+    time.sleep(0.1)
+EOF
+    watcher=$!
+}
+no_two_writers() {
+    kill "$watcher" 2>/dev/null
+    wait "$watcher" 2>/dev/null || true
+    watcher=""
+    [[ ! -s $tmp/writers ]] || fail "volume $1 was attached to two servers at once: $(head -3 "$tmp/writers")"
+}
+
+# The pod spec of busybox running SCRIPT ($2) with claim $1 at /data (or, with $3 = block,
+# as the raw device /dev/xvda), indented by $4 spaces.
+pod_spec() {
+    local vol="volumeMounts: [{name: v, mountPath: /data}]"
+    [[ ${3:-} == block ]] && vol="volumeDevices: [{name: v, devicePath: /dev/xvda}]"
+    sed "s/^/$(printf "%${4}s")/" <<EOF
+terminationGracePeriodSeconds: 1
+containers:
+  - name: c
+    image: $BUSYBOX_IMAGE
+    imagePullPolicy: Never
+    command: [sh, -c, '$2']
+    $vol
+volumes: [{name: v, persistentVolumeClaim: {claimName: $1}}]
+EOF
+}
+# pod NAME CLAIM NODE SCRIPT [block]: busybox on NODE (the scheduler places it: nodeSelector;
+# "" = anywhere) running SCRIPT with the claim at /data (block: raw at /dev/xvda).
 pod() {
     k -n "$ns" apply -f - >/dev/null <<EOF
 apiVersion: v1
@@ -108,44 +184,75 @@ kind: Pod
 metadata: {name: $1}
 spec:
   restartPolicy: Never
-  terminationGracePeriodSeconds: 1
-  nodeSelector: {kubernetes.io/hostname: $3}
-  containers:
-    - name: c
-      image: $BUSYBOX_IMAGE
-      imagePullPolicy: Never
-      command: [sh, -c, '$4']
-      volumeMounts: [{name: v, mountPath: /data}]
-  volumes: [{name: v, persistentVolumeClaim: {claimName: $2}}]
+  nodeSelector: {${3:+kubernetes.io/hostname: $3}}
+$(pod_spec "$2" "$4" "${5:-}" 2)
 EOF
 }
+# deploy NAME CLAIM SCRIPT: a one-replica Deployment of pods labelled app=NAME in zone-a.
+deploy() {
+    k -n "$ns" apply -f - >/dev/null <<EOF
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: $1}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: $1}}
+  template:
+    metadata: {labels: {app: $1}}
+    spec:
+      nodeSelector: {topology.kubernetes.io/zone: zone-a}
+$(pod_spec "$2" "$3" "" 6)
+EOF
+}
+# The Deployment's live pod (Ready, not terminating) of app $1, waiting up to $2 s.
+live_pod() {
+    local i p
+    for i in $(seq "${2:-300}"); do
+        p=$(k -n "$ns" get pods -l "app=$1" -o json | python3 -c '
+import json, sys
+for p in json.load(sys.stdin)["items"]:
+    ready = any(c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions", []))
+    if ready and not p["metadata"].get("deletionTimestamp"):
+        print(p["metadata"]["name"])')
+        [[ $(wc -w <<<"$p") == 1 ]] && { echo "$p"; return 0; }
+        sleep 1
+    done
+    fail "app $1 has no single Ready pod after ${2:-300} s: $(k -n "$ns" get pods -l "app=$1" -o wide 2>&1)"
+}
+# pvc NAME [CLASS] [ACCESS] [MODE]
 pvc() {
     k -n "$ns" apply -f - >/dev/null <<EOF
 apiVersion: v1
 kind: PersistentVolumeClaim
 metadata: {name: $1}
 spec:
-  storageClassName: $sc
-  accessModes: [ReadWriteOnce]
+  storageClassName: ${2:-$sc}
+  accessModes: [${3:-ReadWriteOnce}]
+  volumeMode: ${4:-Filesystem}
   resources: {requests: {storage: 1Gi}}
 EOF
+}
+# The VolumeAttachment of PV $1 to node $2 gone (within 120 s).
+detached_from() {
+    local i
+    for i in $(seq 120); do
+        k get volumeattachments -o jsonpath='{range .items[*]}{.spec.source.persistentVolumeName} {.spec.nodeName}{"\n"}{end}' |
+            grep -qx "$1 $2" || return 0
+        sleep 1
+    done
+    fail "the VolumeAttachment of $1 to $2 is still there after 120 s"
 }
 wait_ready() {
     k -n "$ns" wait --for=condition=Ready "pod/$1" --timeout="${2:-300s}" >/dev/null \
         || fail "pod $1 is not Ready: $(k -n "$ns" describe pod "$1" 2>&1 | tail -15)"
 }
 gone() {
-    local node i
+    local node
     node=$(node_of "$1")
     k -n "$ns" delete pod "$1" --wait=true --timeout=120s >/dev/null || fail "pod $1 not deleted"
     # Detached: the PV's VolumeAttachment to that node is gone (the controller unpublished); one
     # to another node may already be there (a pod waiting for the volume).
-    for i in $(seq 120); do
-        k get volumeattachments -o jsonpath='{range .items[*]}{.spec.source.persistentVolumeName} {.spec.nodeName}{"\n"}{end}' |
-            grep -qx "$2 $node" || return 0
-        sleep 1
-    done
-    fail "the VolumeAttachment of $2 to $node is still there 120 s after pod $1 was deleted"
+    detached_from "$2" "$node"
 }
 pv_of() { k -n "$ns" get pvc "$1" -o jsonpath='{.spec.volumeName}'; }
 handle_of() { k get pv "$1" -o jsonpath='{.spec.csi.volumeHandle}'; }
@@ -213,6 +320,7 @@ wait_ready holder
 pv_single=$(pv_of single)
 h_single=$(handle_of "$pv_single")
 record_handle "$h_single" "$pv_single"
+watch_writers "$h_single"
 pod waiter single node-3 'exec sleep 100000'
 multi=""
 for _ in $(seq 90); do
@@ -228,7 +336,149 @@ expect_state "$h_single" "$pv_single" "zone-a node-1" "node-1 " 1 "node-1 "
 step "holder deleted: waiter runs on node-3, the volume attached there only"
 gone holder "$pv_single"
 wait_ready waiter
+no_two_writers "$h_single"
 expect_state "$h_single" "$pv_single" "zone-a node-3" "node-3 " 1 "node-3 "
+# The pods so far go (the nodes of steps 5-7 then hold only what those steps make).
+k -n "$ns" delete pod zb second waiter --wait=true --timeout=120s >/dev/null || fail "pods of steps 1-3 not deleted"
+
+# --- 4. AllowedTopologies: zone-b only, Immediate.
+step "Immediate class allowed in zone-b only: the volume is made there, its pod goes to node-2"
+k apply -f - >/dev/null <<EOF
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: $sc-zb}
+provisioner: cinder.csi.openstack.org
+volumeBindingMode: Immediate
+reclaimPolicy: Delete
+allowedTopologies:
+  - matchLabelExpressions: [{key: $zone_key, values: [zone-b]}]
+EOF
+pvc pinned "$sc-zb"
+k -n "$ns" wait --for=jsonpath='{.status.phase}'=Bound pvc/pinned --timeout=120s >/dev/null ||
+    fail "claim pinned not Bound: $(k -n "$ns" describe pvc pinned | tail -8)"
+pv_pinned=$(pv_of pinned)
+h_pinned=$(handle_of "$pv_pinned")
+record_handle "$h_pinned" "$pv_pinned"
+expect_state "$h_pinned" "$pv_pinned" "zone-b" "" 0 ""
+pod pinned pinned "" 'echo pinned > /data/f && sync && exec sleep 100000'
+wait_ready pinned
+[[ $(node_of pinned) == node-2 ]] || fail "pod pinned runs on $(node_of pinned), not node-2 (the only zone-b node)"
+expect_state "$h_pinned" "$pv_pinned" "zone-b node-2" "node-2 " 1 "node-2 "
+gone pinned "$pv_pinned"
+
+# --- 5. Drain: the volume follows a Deployment's pod off a drained node.
+step "a Deployment's pod writes on node-1 (node-3 cordoned meanwhile)"
+pvc drained
+k cordon node-3 >/dev/null
+token="drain-$$-$RANDOM"
+deploy mover drained "test -e /data/token || echo $token > /data/token; sync; exec sleep 100000"
+p=$(live_pod mover)
+k uncordon node-3 >/dev/null
+[[ $(node_of "$p") == node-1 ]] || fail "pod $p of mover runs on $(node_of "$p"), not node-1"
+pv_drained=$(pv_of drained)
+h_drained=$(handle_of "$pv_drained")
+record_handle "$h_drained" "$pv_drained"
+expect_state "$h_drained" "$pv_drained" "zone-a node-1" "node-1 " 1 "node-1 "
+step "kubectl drain node-1: the replacement runs on node-3 with the data"
+watch_writers "$h_drained"
+k drain node-1 --pod-selector=app=mover --ignore-daemonsets --timeout=180s >"$tmp/drain" 2>&1 ||
+    fail "kubectl drain node-1 failed: $(tail -3 "$tmp/drain")"
+p=$(live_pod mover)
+[[ $(node_of "$p") == node-3 ]] || fail "the replacement $p runs on $(node_of "$p"), not node-3"
+[[ $(k -n "$ns" exec "$p" -- cat /data/token) == "$token" ]] || fail "the data written on node-1 is not on node-3"
+detached_from "$pv_drained" node-1
+no_two_writers "$h_drained"
+expect_state "$h_drained" "$pv_drained" "zone-a node-3" "node-3 " 1 "node-3 "
+k uncordon node-1 >/dev/null
+k -n "$ns" delete deployment mover --wait=true >/dev/null
+detached_from "$pv_drained" node-3
+
+# --- 6. Multi-attach: a raw block RWX volume on two nodes at once.
+step "raw block ReadWriteMany claim (local-multiattach) used on node-1 and node-3 at once"
+k apply -f - >/dev/null <<EOF
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: $sc-ma}
+provisioner: cinder.csi.openstack.org
+volumeBindingMode: WaitForFirstConsumer
+reclaimPolicy: Delete
+parameters: {type: local-multiattach}
+EOF
+pvc shared "$sc-ma" ReadWriteMany Block
+# Block N of the device: write a 512-byte block holding $2 / read one (O_DIRECT: the device,
+# not a page cache).
+wblk() { k -n "$ns" exec "$1" -- sh -c "printf %-512s $3 | dd of=/dev/xvda bs=512 count=1 seek=$2 oflag=direct conv=notrunc 2>/dev/null"; }
+rblk() { k -n "$ns" exec "$1" -- sh -c "dd if=/dev/xvda bs=512 count=1 skip=$2 iflag=direct 2>/dev/null" | tr -d ' '; }
+pod ma shared node-1 'exec sleep 100000' block
+wait_ready ma
+pod mb shared node-3 'exec sleep 100000' block
+wait_ready mb
+pv_shared=$(pv_of shared)
+h_shared=$(handle_of "$pv_shared")
+record_handle "$h_shared" "$pv_shared"
+expect_state "$h_shared" "$pv_shared" "zone-a node-1 node-3" "node-1 node-3 " 1 "node-1 node-3 "
+wblk ma 0 "from-node-1-$$" || fail "pod ma could not write its block"
+wblk mb 1 "from-node-3-$$" || fail "pod mb could not write its block"
+[[ $(rblk mb 0) == "from-node-1-$$" ]] || fail "pod mb on node-3 reads '$(rblk mb 0)' at block 0, not node-1's write"
+[[ $(rblk ma 1) == "from-node-3-$$" ]] || fail "pod ma on node-1 reads '$(rblk ma 1)' at block 1, not node-3's write"
+step "the pod on node-1 goes: node-3's keeps working"
+gone ma "$pv_shared"
+expect_state "$h_shared" "$pv_shared" "zone-a node-3" "node-3 " 1 "node-3 "
+wblk mb 2 "after-$$" || fail "pod mb could not write after ma left"
+[[ $(rblk mb 2) == "after-$$" && $(rblk mb 0) == "from-node-1-$$" ]] || fail "pod mb reads wrong data after ma left"
+gone mb "$pv_shared"
+
+# --- 7. Node lost: powered off, out-of-service taint, the volume moves.
+cnode=$(k -n "$K8S_DRIVER_NS" get pod "$(plugin_pod controller)" -o jsonpath='{.spec.nodeName}')
+victim=node-1 other=node-3
+[[ $cnode == node-1 ]] && victim=node-3 other=node-1
+step "a Deployment's pod writes on $victim (the controller runs on $cnode)"
+pvc lost
+k cordon "$other" >/dev/null
+token="lost-$$-$RANDOM"
+deploy survivor lost "test -e /data/token || echo $token > /data/token; sync; exec sleep 100000"
+p=$(live_pod survivor)
+k uncordon "$other" >/dev/null
+[[ $(node_of "$p") == "$victim" ]] || fail "pod $p of survivor runs on $(node_of "$p"), not $victim"
+old_uid=$(k -n "$ns" get pod "$p" -o jsonpath='{.metadata.uid}')
+pv_lost=$(pv_of lost)
+h_lost=$(handle_of "$pv_lost")
+record_handle "$h_lost" "$pv_lost"
+expect_state "$h_lost" "$pv_lost" "zone-a $victim" "$victim " 1 "$victim "
+watch_writers "$h_lost"
+step "$victim powered off: NotReady, the volume stays attached to it"
+powered_off=$victim
+"$repo/tests/k8s/cluster" poweroff "$victim" >/dev/null
+for _ in $(seq 180); do
+    ready=$(k get node "$victim" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')
+    [[ $ready != True ]] && break
+    sleep 1
+done
+[[ $ready != True ]] || fail "$victim still Ready 180 s after its power-off"
+expect_state "$h_lost" "$pv_lost" "zone-a $victim" "$victim " 1 ""
+step "out-of-service taint on $victim: the volume is freed, the replacement runs on $other"
+k taint node "$victim" "$oos_taint" >/dev/null
+p=$(live_pod survivor 300)
+[[ $(node_of "$p") == "$other" ]] || fail "the replacement $p runs on $(node_of "$p"), not $other"
+[[ $(k -n "$ns" exec "$p" -- cat /data/token) == "$token" ]] || fail "the data written on $victim is not on $other"
+detached_from "$pv_lost" "$victim"
+no_two_writers "$h_lost"
+expect_state "$h_lost" "$pv_lost" "zone-a $other" "$other " 1 "$other "
+step "$victim powered on: Ready, nothing of the volume on it, its old pod's directory cleaned"
+"$repo/tests/k8s/cluster" poweron "$victim" >/dev/null
+powered_off=""
+k taint node "$victim" "$oos_taint-" >/dev/null
+vn=${victim#node-}
+for _ in $(seq 120); do
+    [[ ! -e $state/nodes/n$vn/kubelet/pods/$old_uid ]] && break
+    sleep 1
+done
+[[ ! -e $state/nodes/n$vn/kubelet/pods/$old_uid ]] ||
+    fail "$victim still has its old pod's directory 120 s after it came back: $(find "$state/nodes/n$vn/kubelet/pods/$old_uid" | head -5)"
+expect_state "$h_lost" "$pv_lost" "zone-a $other" "$other " 1 "$other "
+k -n "$(driver_ns node)" wait --for=condition=Ready pod -l app.kubernetes.io/component=node \
+    --field-selector "spec.nodeName=$victim" --timeout=180s >/dev/null ||
+    fail "the node plugin on $victim is not Ready after it came back"
 
 # --- Everything deleted: nothing left on any node.
 step "delete everything"
@@ -239,7 +489,7 @@ for i in $(seq 120); do
 done
 left=$(leak_check "$ns")
 [[ -z $left ]] || fail "left behind: $left"
-for h in "$h_zb" "$h_moved" "$h_single"; do
+for h in "$h_zb" "$h_moved" "$h_single" "$h_pinned" "$h_drained" "$h_shared" "$h_lost"; do
     [[ ! -e $dir/volumes/$h.json ]] || fail "backend record of $h still there"
 done
 echo "multinode: OK ($((SECONDS - t0)) s)"

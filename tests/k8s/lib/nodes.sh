@@ -126,16 +126,21 @@ nodes_start_kubelets() {
     local i
     for i in $(node_list); do
         node_ctx "$i"
-        start_in_nodens "kube-proxy$nsfx" "$(peer kube-proxy)" --config="$nstate/kube-proxy-config.yaml"
-        start_in_nodens "kubelet$nsfx" "$(peer kubelet)" --config="$nstate/kubelet-config.yaml" \
-            --kubeconfig="$state/$kubelet_cert.kubeconfig" --root-dir="$kubelet_dir" \
-            --cert-dir="$nstate/kubelet/pki" --hostname-override="$node_name" --node-ip="$kubelet_ip" \
-            --node-labels="$zone_key=$node_zone" --v=2
+        node_start_kubelet
     done
     for i in $(node_list); do
         node_ctx "$i"
         wait_for "node $node_name ($node_zone) Ready" 180 kc wait --for=condition=Ready "node/$node_name" --timeout=5s
     done
+}
+
+# The node's kube-proxy and kubelet (node_ctx's node).
+node_start_kubelet() {
+    start_in_nodens "kube-proxy$nsfx" "$(peer kube-proxy)" --config="$nstate/kube-proxy-config.yaml"
+    start_in_nodens "kubelet$nsfx" "$(peer kubelet)" --config="$nstate/kubelet-config.yaml" \
+        --kubeconfig="$state/$kubelet_cert.kubeconfig" --root-dir="$kubelet_dir" \
+        --cert-dir="$nstate/kubelet/pki" --hostname-override="$node_name" --node-ip="$kubelet_ip" \
+        --node-labels="$zone_key=$node_zone" --v=2
 }
 
 # down's part for the worker nodes, before the control plane stops: each kubelet, its pod
@@ -181,4 +186,52 @@ nodes_status() {
         done
     done
     return $rc
+}
+
+# node_index NODE: I of node-I, checked against the cluster's nodes.
+node_index() {
+    local i=${1#node-}
+    if [[ $1 != node-* || ! $i =~ ^[0-9]+$ ]] || ! node_list | grep -qx "$i"; then
+        die "no worker node '$1' in $state (node-1 .. node-$(node_list | tail -1))"
+    fi
+    echo "$i"
+}
+
+# `poweroff node-I`: node I as after a power cut. Its PID namespace's PID 1 is killed, so the
+# kernel kills every process of the node (kubelet, kube-proxy, containerd, shims, containers)
+# at once, with no chance to clean up; the mounts its pods had, which the host sees through the
+# shared kubelet dir, are dropped (lazily: nothing of the node uses them any more). Its network
+# namespace and state dir stay, like a machine's NIC and disk. Idempotent.
+nodes_poweroff() {
+    local i p m
+    i=$(node_index "$1")
+    node_ctx "$i"
+    if p=$(our_pid "$nodens_name"); then
+        kill -KILL "$p"
+        for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+        ! kill -0 "$p" 2>/dev/null || die "poweroff $node_name: its PID 1 (pid $p) survived SIGKILL"
+    fi
+    rm -f "$state/pids/"{"$nodens_name","containerd$nsfx","kube-proxy$nsfx","kubelet$nsfx"}.pid
+    for _ in 1 2 3; do
+        m=$(awk -v p="$nstate/kubelet/" 'index($2, p) == 1 { print $2 }' /proc/self/mounts | sort -r)
+        [[ -z $m ]] && break
+        for p in $m; do umount -l "$p" 2>/dev/null; done
+    done
+    log "$node_name powered off (every process of it killed, its mounts dropped)"
+}
+
+# `poweron node-I`: boots node I again (namespaces, kubelet dir, containerd, kube-proxy,
+# kubelet, as `up` started them) and waits for it to be Ready. A node that runs is left as is.
+nodes_poweron() {
+    local i
+    i=$(node_index "$1")
+    node_ctx "$i"
+    if ! our_pid "$nodens_name" >/dev/null; then
+        nodens_start
+        nodens_exec mount --bind "$nstate/kubelet" "$kubelet_dir"
+        start_in_nodens "containerd$nsfx" containerd --config "$nstate/containerd/config.toml"
+        wait_for "$node_name: containerd serving" 60 "$(peer crictl)" -r "unix://$ctr_sock" version
+        node_start_kubelet
+    fi
+    wait_for "node $node_name ($node_zone) Ready" 180 kc wait --for=condition=Ready "node/$node_name" --timeout=5s
 }
