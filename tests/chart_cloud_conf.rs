@@ -47,11 +47,11 @@ fn secret_data_values_parse_back_unchanged() {
         },
         "BlockStorage": {"node-volume-attach-limit": 25},
     }}});
-    let values = serde_yaml::to_string(&values).unwrap();
+    let values = serde_norway::to_string(&values).unwrap();
     let file = dir.path().join("values.yaml");
     std::fs::write(&file, values).unwrap();
 
-    let doc: serde_yaml::Value = serde_yaml::from_str(&render(&helm, &file)).unwrap();
+    let doc: serde_norway::Value = serde_norway::from_str(&render(&helm, &file)).unwrap();
     let text = doc["stringData"]["cloud.conf"]
         .as_str()
         .expect("stringData.cloud.conf");

@@ -146,9 +146,9 @@ pub fn load_string_map(path: &Path) -> Result<HashMap<String, String>, String> {
     if text.trim().is_empty() {
         return Ok(HashMap::new());
     }
-    let value: serde_yaml::Value = serde_yaml::from_str(&text)
+    let value: serde_norway::Value = serde_norway::from_str(&text)
         .map_err(|e| format!("{}: not valid YAML: {e}", path.display()))?;
-    let serde_yaml::Value::Mapping(map) = value else {
+    let serde_norway::Value::Mapping(map) = value else {
         return Err(format!(
             "{}: expected a map of `key: value` lines",
             path.display()
@@ -168,11 +168,11 @@ pub fn load_string_map(path: &Path) -> Result<HashMap<String, String>, String> {
     Ok(out)
 }
 
-fn scalar(v: &serde_yaml::Value) -> Option<String> {
+fn scalar(v: &serde_norway::Value) -> Option<String> {
     match v {
-        serde_yaml::Value::String(s) => Some(s.clone()),
-        serde_yaml::Value::Number(n) => Some(n.to_string()),
-        serde_yaml::Value::Bool(b) => Some(b.to_string()),
+        serde_norway::Value::String(s) => Some(s.clone()),
+        serde_norway::Value::Number(n) => Some(n.to_string()),
+        serde_norway::Value::Bool(b) => Some(b.to_string()),
         _ => None,
     }
 }
@@ -184,7 +184,7 @@ pub fn load_secrets(path: &Path) -> Result<Secrets, String> {
     if text.trim().is_empty() {
         return Ok(Secrets::default());
     }
-    serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    serde_norway::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 #[cfg(test)]

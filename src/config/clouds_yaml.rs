@@ -102,7 +102,7 @@ pub(crate) fn parse(file: &Path, text: &str) -> Result<BTreeMap<String, CloudEnt
     if text.trim().is_empty() {
         return Ok(BTreeMap::new());
     }
-    let parsed: CloudsFile = serde_yaml::from_str(text).map_err(|e| ConfigError::CloudsYaml {
+    let parsed: CloudsFile = serde_norway::from_str(text).map_err(|e| ConfigError::CloudsYaml {
         at: Location {
             file: file.to_path_buf(),
             line: e.location().map(|l| l.line()),
@@ -112,7 +112,7 @@ pub(crate) fn parse(file: &Path, text: &str) -> Result<BTreeMap<String, CloudEnt
     Ok(parsed.clouds.unwrap_or_default())
 }
 
-/// serde_yaml ends most messages with " at line L column C"; the line is
+/// serde_norway ends most messages with " at line L column C"; the line is
 /// already in our location, so that suffix (only) is dropped.
 fn strip_location(message: &str) -> &str {
     if let Some(i) = message.rfind(" at line ") {

@@ -35,7 +35,7 @@ struct Named<T> {
 struct Cluster {
     server: String,
     certificate_authority: Option<PathBuf>,
-    certificate_authority_data: Option<serde_yaml::Value>,
+    certificate_authority_data: Option<serde_norway::Value>,
     #[serde(default)]
     insecure_skip_tls_verify: bool,
 }
@@ -45,14 +45,14 @@ struct Cluster {
 struct User {
     client_certificate: Option<PathBuf>,
     client_key: Option<PathBuf>,
-    client_certificate_data: Option<serde_yaml::Value>,
-    client_key_data: Option<serde_yaml::Value>,
+    client_certificate_data: Option<serde_norway::Value>,
+    client_key_data: Option<serde_norway::Value>,
     token: Option<String>,
     #[serde(rename = "tokenFile")]
     token_file: Option<PathBuf>,
-    exec: Option<serde_yaml::Value>,
-    auth_provider: Option<serde_yaml::Value>,
-    username: Option<serde_yaml::Value>,
+    exec: Option<serde_norway::Value>,
+    auth_provider: Option<serde_norway::Value>,
+    username: Option<serde_norway::Value>,
 }
 
 #[derive(Deserialize)]
@@ -85,7 +85,7 @@ impl ApiAccess {
 fn load(path: &Path) -> Result<ApiAccess, String> {
     let at = |e: &dyn std::fmt::Display| format!("kubeconfig {}: {e}", path.display());
     let text = std::fs::read_to_string(path).map_err(|e| at(&e))?;
-    let file: File = serde_yaml::from_str(&text).map_err(|e| at(&e))?;
+    let file: File = serde_norway::from_str(&text).map_err(|e| at(&e))?;
     // Relative file names are relative to the kubeconfig (kubectl's rule).
     let base = path.parent().unwrap_or(Path::new("."));
     access(file, base).map_err(|e| at(&e))
@@ -181,7 +181,7 @@ mod tests {
     use super::*;
 
     fn parse(yaml: &str) -> Result<ApiAccess, String> {
-        access(serde_yaml::from_str(yaml).unwrap(), Path::new("/etc/k"))
+        access(serde_norway::from_str(yaml).unwrap(), Path::new("/etc/k"))
     }
 
     const BASE: &str = "
@@ -248,5 +248,18 @@ current-context: x
         ))
         .unwrap_err();
         assert!(e.contains("https"), "{e}");
+    }
+
+    #[test]
+    fn a_file_that_is_not_yaml_is_named_without_its_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config");
+        std::fs::write(&path, "users:\n- name: u\n  user: {token: s3cr3t-token\n").unwrap();
+        let err = ApiAccess::from_kubeconfig(&path).unwrap_err();
+        assert!(
+            err.starts_with(&format!("kubeconfig {}: ", path.display())),
+            "{err}"
+        );
+        assert!(!err.contains("s3cr3t"), "{err}");
     }
 }
