@@ -6,7 +6,7 @@
 //! post-quantum hybrid key exchange X25519MLKEM768 (X25519, P-256 and P-384 remain) and P-521
 //! certificates and key exchange; RSA, P-256, P-384 and Ed25519 certificates verify as before.
 
-/// Make `ring` the process's rustls provider; reqwest picks it up when a client is built.
+/// Make `ring` the process's rustls provider, the one every `ClientConfig` is built with.
 /// Idempotent: every client builder calls it, and tests build clients in any order.
 pub fn install_provider() {
     // Err only means a provider is already installed: ours, by an earlier call.

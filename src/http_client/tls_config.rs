@@ -82,7 +82,7 @@ pub fn client_config(tls: &TlsOptions) -> Result<ClientConfig, String> {
     Ok(config)
 }
 
-/// `tls-insecure`: any certificate is accepted (build_client warns loudly); the handshake's
+/// `tls-insecure`: any certificate is accepted (`Http::build` warns loudly); the handshake's
 /// signatures are still checked, so the session is at least with the holder of that key.
 #[derive(Debug)]
 struct NoVerification(Arc<CryptoProvider>);

@@ -6,7 +6,7 @@
 //! the requests beyond the thread count wait in the server's accept queue, behind connections
 //! that are only idle, for the keep-alive timeout: latency in steps of ~4 s, and timeouts
 //! under a larger burst. Bounding requests in flight per endpoint (and idle connections to the
-//! same number, see `build_client`) keeps the connections few and busy; requests beyond the
+//! same number, see `Http::build`) keeps the connections few and busy; requests beyond the
 //! bound wait here, in our process, where they cost nothing.
 //!
 //! Why writes first: in a storm every RPC reads before it writes (CreateVolume looks its name
