@@ -84,20 +84,10 @@ impl Controller {
                         .await?;
                 }
                 Err(CloudError::Conflict { message, .. }) => {
-                    let before = v;
-                    v = volumes
-                        .get_volume(id)
-                        .await
-                        .map_err(|e| volume_error(id, e))?;
-                    if refusals.permanent(&before, &v) {
-                        return Err(Refusal::ChangeRefused {
-                            id: id.to_string(),
-                            status: v.status,
-                            change: Change::Extend { gib: new_gib },
-                            message,
-                        }
-                        .into());
-                    }
+                    let now = volumes.get_volume(id).await;
+                    let now = now.map_err(|e| volume_error(id, e))?;
+                    let change = Change::Extend { gib: new_gib };
+                    v = refusals.judge(&v, now, change, message)?;
                 }
                 Err(CloudError::Unsupported(why)) if online => {
                     return Err(Refusal::OnlineExtendUnsupported {

@@ -78,20 +78,10 @@ impl Controller {
                     .into());
                 }
                 Err(CloudError::Conflict { message, .. }) => {
-                    let before = v;
-                    v = volumes
-                        .get_volume(id)
-                        .await
-                        .map_err(|e| volume_error(id, e))?;
-                    if refusals.permanent(&before, &v) {
-                        return Err(Refusal::ChangeRefused {
-                            id: id.to_string(),
-                            status: v.status,
-                            change: Change::Retype { to: t.name },
-                            message,
-                        }
-                        .into());
-                    }
+                    let now = volumes.get_volume(id).await;
+                    let now = now.map_err(|e| volume_error(id, e))?;
+                    let change = Change::Retype { to: t.name.clone() };
+                    v = refusals.judge(&v, now, change, message)?;
                 }
                 Err(CloudError::NotFound {
                     resource: Resource::VolumeType,

@@ -123,22 +123,12 @@ impl Controller {
                 }
                 Err(CloudError::Conflict { message, .. }) => {
                     // Someone moved the volume meanwhile; look again.
-                    let before = v;
-                    v = volumes
-                        .get_volume(id)
-                        .await
-                        .map_err(|e| volume_error(id, e))?;
-                    if refusals.permanent(&before, &v) {
-                        return Err(Refusal::ChangeRefused {
-                            id: id.to_string(),
-                            status: v.status,
-                            change: Change::Attach {
-                                node: node.to_string(),
-                            },
-                            message,
-                        }
-                        .into());
-                    }
+                    let now = volumes.get_volume(id).await;
+                    let now = now.map_err(|e| volume_error(id, e))?;
+                    let change = Change::Attach {
+                        node: node.to_string(),
+                    };
+                    v = refusals.judge(&v, now, change, message)?;
                 }
                 Err(e) => return Err(volume_error(id, e)),
             }
@@ -235,23 +225,15 @@ async fn detach(cloud: &Cloud, mut v: Volume, server: &str, deadline: Instant) -
                 return ghost_detached(cloud, &id, server, deadline).await
             }
             Err(CloudError::Conflict { message, .. }) => {
-                let before = v;
-                v = match volumes.get_volume(&id).await {
+                let now = match volumes.get_volume(&id).await {
                     Ok(v) => v,
                     Err(CloudError::NotFound { .. }) => return Ok(()),
                     Err(e) => return Err(e.into()),
                 };
-                if refusals.permanent(&before, &v) {
-                    return Err(Refusal::ChangeRefused {
-                        id,
-                        status: v.status,
-                        change: Change::Detach {
-                            node: server.to_string(),
-                        },
-                        message,
-                    }
-                    .into());
-                }
+                let change = Change::Detach {
+                    node: server.to_string(),
+                };
+                v = refusals.judge(&v, now, change, message)?;
                 continue;
             }
             Err(e) => return Err(e.into()),

@@ -6,6 +6,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::cloud::Volume;
+use crate::driver::{Change, Refusal};
 
 /// Time kept back from the RPC deadline so our Aborted (with the last status seen) reaches
 /// the caller before its own timeout fires and the answer is lost.
@@ -45,6 +46,27 @@ impl Refusals {
             self.0 = 0;
         }
         self.0 >= PERMANENT_REFUSALS
+    }
+
+    /// After the cloud refused `change` (a `Conflict` with `message`) and the volume was read
+    /// again as `after`: the fresh volume to try again with, or, once the refusal is
+    /// permanent, FailedPrecondition carrying the cloud's reason.
+    pub fn judge(
+        &mut self,
+        before: &Volume,
+        after: Volume,
+        change: Change,
+        message: String,
+    ) -> Result<Volume, Refusal> {
+        if self.permanent(before, &after) {
+            return Err(Refusal::ChangeRefused {
+                id: after.id,
+                status: after.status,
+                change,
+                message,
+            });
+        }
+        Ok(after)
     }
 }
 
