@@ -232,7 +232,7 @@ finish() {
     [[ -f $dir/start ]] || fail "not started (tests/monitoring/cluster.sh start)"
     trap 'stop' EXIT
     local start elapsed took down_at sts replicas
-    k create namespace "$ns" --dry-run=client -o yaml | k apply -f - >/dev/null
+    k get namespace "$ns" >/dev/null 2>&1 || k create namespace "$ns" >/dev/null
     local attach_labels="severity=warning,method=ControllerPublishVolume,job=$controller_job,namespace=$NAMESPACE"
     start=$(<"$dir/start")
     [[ -n $(q "sum(cinder_csi_rpc_requests_total{job=\"$controller_job\",method=\"ControllerPublishVolume\"})") ]] \
