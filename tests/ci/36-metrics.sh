@@ -20,47 +20,12 @@ command -v promtool >/dev/null || {
 cargo build --quiet -p cinder-csi
 driver=target/debug/cinder-csi
 
-tmp=$(mktemp -d /tmp/cinder-csi-metrics.XXXXXX)
-sock="$tmp/csi.sock"
-log="$tmp/driver.log"
-driver_pid=""
-
-cleanup() {
-    local rc=$?
-    set +e +o pipefail
-    if [[ -n "$driver_pid" ]] && kill -0 "$driver_pid" 2>/dev/null; then
-        kill -TERM "$driver_pid" 2>/dev/null
-        for _ in $(seq 1 50); do kill -0 "$driver_pid" 2>/dev/null || break; sleep 0.2; done
-        kill -KILL "$driver_pid" 2>/dev/null
-        wait "$driver_pid" 2>/dev/null
-    fi
-    if [[ $rc -ne 0 && -f "$log" ]]; then
-        echo "36-metrics: last lines of the driver log:" >&2
-        tail -n 30 "$log" >&2
-    fi
-    # Only volumes were created (sparse files, never attached): nothing is mounted here.
-    if findmnt -rn -o TARGET | grep -qF "$tmp/"; then
-        echo "36-metrics: mounts below $tmp remain; not deleting it" >&2
-    else
-        rm -rf "$tmp"
-    fi
-    exit $rc
-}
-trap cleanup EXIT
-
+# shellcheck source=tests/ci/local-driver.sh
+source tests/ci/local-driver.sh
+local_driver_dir 36-metrics
 # A free port from the kernel, handed to the driver (it binds before serving the socket).
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-mkdir -p "$tmp/kubelet" "$tmp/local"
-"$driver" --mode all --backend local --local-dir "$tmp/local" --node-id metrics-node \
-    --kubelet-dir "$tmp/kubelet" --endpoint "unix://$sock" \
-    --http-endpoint "127.0.0.1:$port" >"$log" 2>&1 &
-driver_pid=$!
-for _ in $(seq 1 150); do
-    [[ -S "$sock" ]] && break
-    kill -0 "$driver_pid" 2>/dev/null || { echo "36-metrics: cinder-csi exited before serving" >&2; exit 1; }
-    sleep 0.2
-done
-[[ -S "$sock" ]] || { echo "36-metrics: cinder-csi did not create $sock within 30 s" >&2; exit 1; }
+local_driver_start metrics-node --http-endpoint "127.0.0.1:$port"
 
 ctl() { "$driver" ctl --endpoint "unix://$sock" --timeout 30 "$@"; }
 ctl info >/dev/null

@@ -20,62 +20,15 @@ fi
 # shellcheck source=tests/ci/sanity-floor.sh
 source tests/ci/sanity-floor.sh
 cargo build --quiet -p cinder-csi -p cinder-csi-sanity
-driver=target/debug/cinder-csi
 sanity=target/debug/cinder-csi-sanity
 results=target/sanity
 mkdir -p "$results"
 
-tmp=$(mktemp -d /tmp/cinder-csi-sanity.XXXXXX)
-kubelet="$tmp/kubelet"
-local_dir="$tmp/local"
-sock="$tmp/csi.sock"
-log="$tmp/driver.log"
-driver_pid=""
-
-cleanup() {
-    local rc=$?
-    # Best effort from here on: one failed step must not skip the rest.
-    set +e +o pipefail
-    if [[ -n "$driver_pid" ]] && kill -0 "$driver_pid" 2>/dev/null; then
-        kill -TERM "$driver_pid" 2>/dev/null || true
-        for _ in $(seq 1 50); do kill -0 "$driver_pid" 2>/dev/null || break; sleep 0.2; done
-        kill -KILL "$driver_pid" 2>/dev/null || true
-        wait "$driver_pid" 2>/dev/null || true
-    fi
-    if [[ $rc -ne 0 && -f "$log" ]]; then
-        echo "40-sanity: last lines of the driver log:" >&2
-        tail -n 40 "$log" >&2 || true
-    fi
-    # Only what this stage created: mounts below $tmp (deepest first) and loop devices whose
-    # backing file is below $tmp.
-    findmnt -rn -o TARGET | grep -F "$tmp/" | sort -r | while read -r m; do
-        umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
-    done
-    if [[ -d "$local_dir" ]]; then
-        find "$local_dir" -type f -print0 | while IFS= read -r -d '' f; do
-            losetup -j "$f" -O NAME -n 2>/dev/null | while read -r dev; do losetup -d "$dev" 2>/dev/null || true; done
-        done
-    fi
-    if findmnt -rn -o TARGET | grep -qF "$tmp/"; then
-        echo "40-sanity: mounts below $tmp remain; not deleting it" >&2
-    else
-        rm -rf "$tmp"
-    fi
-    exit $rc
-}
-trap cleanup EXIT
-
-mkdir -p "$kubelet/plugins/sanity" "$kubelet/pods/sanity" "$local_dir"
-"$driver" --mode all --backend local --local-dir "$local_dir" --node-id sanity-node \
-    --kubelet-dir "$kubelet" --endpoint "unix://$sock" >"$log" 2>&1 &
-driver_pid=$!
-
-for _ in $(seq 1 300); do
-    [[ -S "$sock" ]] && break
-    kill -0 "$driver_pid" 2>/dev/null || { echo "40-sanity: cinder-csi exited before serving" >&2; exit 1; }
-    sleep 0.2
-done
-[[ -S "$sock" ]] || { echo "40-sanity: cinder-csi did not create $sock within 60 s" >&2; exit 1; }
+# shellcheck source=tests/ci/local-driver.sh
+source tests/ci/local-driver.sh
+local_driver_dir 40-sanity
+mkdir -p "$kubelet/plugins/sanity" "$kubelet/pods/sanity"
+local_driver_start sanity-node
 
 total=0
 failed=()

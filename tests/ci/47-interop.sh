@@ -70,44 +70,13 @@ install_go() {
     go_client=$(tests/peers/build csi-interop-go) || return 1
 }
 
-tmp=$(mktemp -d /tmp/cinder-csi-interop.XXXXXX)
-kubelet=$tmp/kubelet
-local_dir=$tmp/local
-sock=$tmp/csi.sock
-log=$tmp/driver.log
-driver_pid=""
-cleanup() {
-    local rc=$?
-    set +e +o pipefail
-    if [[ -n $driver_pid ]] && kill -0 "$driver_pid" 2>/dev/null; then
-        kill -TERM "$driver_pid"
-        for _ in $(seq 1 150); do kill -0 "$driver_pid" 2>/dev/null || break; sleep 0.2; done
-        kill -KILL "$driver_pid" 2>/dev/null
-        wait "$driver_pid" 2>/dev/null
-    fi
-    if ((rc)) && [[ -f $log ]]; then
-        echo "47-interop: last lines of the driver log:" >&2
-        tail -n 30 "$log" >&2
-    fi
-    # Only what this stage made: mounts below $tmp (deepest first), loop devices over its files.
-    findmnt -rn -o TARGET | grep -F "$tmp/" | sort -r | while read -r m; do
-        umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
-    done
-    if [[ -d $local_dir ]]; then
-        find "$local_dir" -type f -print0 | while IFS= read -r -d '' f; do
-            losetup -j "$f" -O NAME -n 2>/dev/null | while read -r dev; do losetup -d "$dev"; done
-        done
-    fi
-    if findmnt -rn -o TARGET | grep -qF "$tmp/"; then
-        echo "47-interop: mounts below $tmp remain; not deleting it" >&2
-    else
-        rm -rf "$tmp"
-    fi
+# shellcheck source=tests/ci/local-driver.sh
+source tests/ci/local-driver.sh
+on_local_driver_exit() {
     echo "47-interop: timings:"
     printf '  %s\n' "${timings[@]}"
-    exit "$rc"
 }
-trap cleanup EXIT
+local_driver_dir 47-interop
 
 timed "install grpcio $grpcio (venv)" install_python
 timed "install grpc-js $grpc_js (npm)" install_node
@@ -119,16 +88,7 @@ timed "cargo build" cargo build --quiet -p cinder-csi
 "$python" -m grpc_tools.protoc -I proto -I "$("$python" -c 'import grpc_tools, os; print(os.path.dirname(grpc_tools.__file__))')/_proto" \
     --include_imports --descriptor_set_out="$tmp/csi.pb" proto/csi.proto
 
-mkdir -p "$kubelet" "$local_dir"
-target/debug/cinder-csi --mode all --backend local --local-dir "$local_dir" --node-id interop-node \
-    --kubelet-dir "$kubelet" --endpoint "unix://$sock" >"$log" 2>&1 &
-driver_pid=$!
-for _ in $(seq 1 300); do
-    [[ -S $sock ]] && break
-    kill -0 "$driver_pid" 2>/dev/null || { echo "47-interop: cinder-csi exited before serving" >&2; exit 1; }
-    sleep 0.2
-done
-[[ -S $sock ]] || { echo "47-interop: cinder-csi did not create $sock within 60 s" >&2; exit 1; }
+local_driver_start interop-node
 
 passed=0
 failed=()
