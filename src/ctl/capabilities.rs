@@ -8,6 +8,26 @@ use super::client::Client;
 use super::rpc::{call_rpc, rpc_err, CtlError};
 use crate::csi::pb;
 
+/// The RPC capability names of a `*GetCapabilities` answer; `$service` is the capability's
+/// message module (the controller, group controller and node ones have the same shape).
+macro_rules! rpc_names {
+    ($answer:expr, $service:ident) => {
+        $answer.map(|r| {
+            r.capabilities
+                .iter()
+                .filter_map(|cap| match &cap.r#type {
+                    Some(pb::$service::Type::Rpc(rpc)) => {
+                        pb::$service::rpc::Type::try_from(rpc.r#type)
+                            .ok()
+                            .map(|t| t.as_str_name())
+                    }
+                    None => None,
+                })
+                .collect::<Vec<_>>()
+        })
+    };
+}
+
 /// Plugin capabilities, then controller and node ones when those services answer.
 pub async fn run(c: &Client) -> Result<Value, CtlError> {
     use pb::plugin_capability::Type as P;
@@ -33,75 +53,47 @@ pub async fn run(c: &Client) -> Result<Value, CtlError> {
             None => None,
         })
         .collect();
-    let controller = match call_rpc!(
-        c,
-        controller,
-        controller_get_capabilities,
-        "ControllerGetCapabilities",
-        pb::ControllerGetCapabilitiesRequest {}
-    ) {
-        Ok(r) => json!(r
-            .capabilities
-            .iter()
-            .filter_map(|cap| match &cap.r#type {
-                Some(pb::controller_service_capability::Type::Rpc(rpc)) =>
-                    pb::controller_service_capability::rpc::Type::try_from(rpc.r#type)
-                        .ok()
-                        .map(|t| t.as_str_name()),
-                None => None,
-            })
-            .collect::<Vec<_>>()),
-        Err(CtlError::Rpc { status, .. }) if status.code() == Code::Unimplemented => {
-            json!("not served")
-        }
-        Err(e) => return Err(e),
-    };
-    let group_controller = match call_rpc!(
-        c,
-        group_controller,
-        group_controller_get_capabilities,
-        "GroupControllerGetCapabilities",
-        pb::GroupControllerGetCapabilitiesRequest {}
-    ) {
-        Ok(r) => json!(r
-            .capabilities
-            .iter()
-            .filter_map(|cap| match &cap.r#type {
-                Some(pb::group_controller_service_capability::Type::Rpc(rpc)) =>
-                    pb::group_controller_service_capability::rpc::Type::try_from(rpc.r#type)
-                        .ok()
-                        .map(|t| t.as_str_name()),
-                None => None,
-            })
-            .collect::<Vec<_>>()),
-        Err(CtlError::Rpc { status, .. }) if status.code() == Code::Unimplemented => {
-            json!("not served")
-        }
-        Err(e) => return Err(e),
-    };
-    let node = match call_rpc!(
-        c,
-        node,
-        node_get_capabilities,
-        "NodeGetCapabilities",
-        pb::NodeGetCapabilitiesRequest {}
-    ) {
-        Ok(r) => json!(r
-            .capabilities
-            .iter()
-            .filter_map(|cap| match &cap.r#type {
-                Some(pb::node_service_capability::Type::Rpc(rpc)) =>
-                    pb::node_service_capability::rpc::Type::try_from(rpc.r#type)
-                        .ok()
-                        .map(|t| t.as_str_name()),
-                None => None,
-            })
-            .collect::<Vec<_>>()),
-        Err(CtlError::Rpc { status, .. }) if status.code() == Code::Unimplemented => {
-            json!("not served")
-        }
-        Err(e) => return Err(e),
-    };
+    let controller = served(rpc_names!(
+        call_rpc!(
+            c,
+            controller,
+            controller_get_capabilities,
+            "ControllerGetCapabilities",
+            pb::ControllerGetCapabilitiesRequest {}
+        ),
+        controller_service_capability
+    ))?;
+    let group_controller = served(rpc_names!(
+        call_rpc!(
+            c,
+            group_controller,
+            group_controller_get_capabilities,
+            "GroupControllerGetCapabilities",
+            pb::GroupControllerGetCapabilitiesRequest {}
+        ),
+        group_controller_service_capability
+    ))?;
+    let node = served(rpc_names!(
+        call_rpc!(
+            c,
+            node,
+            node_get_capabilities,
+            "NodeGetCapabilities",
+            pb::NodeGetCapabilitiesRequest {}
+        ),
+        node_service_capability
+    ))?;
     Ok(json!({"plugin": plugin, "controller": controller,
         "group_controller": group_controller, "node": node}))
+}
+
+/// A service's capability names, or "not served" where the plugin does not implement it.
+fn served(answer: Result<Vec<&'static str>, CtlError>) -> Result<Value, CtlError> {
+    match answer {
+        Ok(names) => Ok(json!(names)),
+        Err(CtlError::Rpc { status, .. }) if status.code() == Code::Unimplemented => {
+            Ok(json!("not served"))
+        }
+        Err(e) => Err(e),
+    }
 }
