@@ -10,10 +10,12 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
 use std::time::Duration;
 
-use blockdev::{is_mounted, publish_req, run, stage_req, unpublish_req, unstage_req, NodeEnv};
+use blockdev::{
+    block_cap, is_mounted, mount_cap, publish_req, run, stage_req, unpublish_req, unstage_req,
+    NodeEnv,
+};
 use cinder_csi::csi::pb::node_client::NodeClient;
 use cinder_csi::csi::pb::volume_capability::access_mode::Mode;
-use cinder_csi::csi::pb::volume_capability::{AccessMode, AccessType, BlockVolume, MountVolume};
 use cinder_csi::csi::pb::*;
 use tonic::transport::Channel;
 use tonic::Code;
@@ -24,26 +26,6 @@ type Client = NodeClient<Channel>;
 
 async fn client(env: &NodeEnv) -> Client {
     NodeClient::new(env.driver().channel().await)
-}
-
-fn mount_cap(fs: &str, mode: Mode) -> VolumeCapability {
-    VolumeCapability {
-        access_type: Some(AccessType::Mount(MountVolume {
-            fs_type: fs.into(),
-            mount_flags: vec![],
-            volume_mount_group: String::new(),
-        })),
-        access_mode: Some(AccessMode { mode: mode as i32 }),
-    }
-}
-
-fn block_cap() -> VolumeCapability {
-    VolumeCapability {
-        access_type: Some(AccessType::Block(BlockVolume {})),
-        access_mode: Some(AccessMode {
-            mode: Mode::SingleNodeWriter as i32,
-        }),
-    }
 }
 
 /// Stage and publish, each twice (idempotency).
@@ -126,7 +108,7 @@ async fn lifecycle(fs: &str) {
     let id = format!("lifecycle-{fs}-0123456789abcdef");
     let dev = env.volume(&id, 320 * MIB).dev.clone();
     let mut c = client(&env).await;
-    let cap = mount_cap(fs, Mode::SingleNodeWriter);
+    let cap = mount_cap(fs);
 
     stage_publish(&mut c, &env, &id, cap.clone(), false).await;
     assert_eq!(blkid(&dev, "TYPE"), fs);
@@ -192,7 +174,7 @@ async fn devices_with_data_are_never_formatted() {
     std::fs::write(scratch.join("keep"), b"mine").unwrap();
     run("umount", &[scratch.to_str().unwrap()]);
     let uuid = uuid_of(&dev);
-    let cap = mount_cap("xfs", Mode::SingleNodeWriter);
+    let cap = mount_cap("xfs");
     stage_publish(&mut c, &env, "hasdata", cap, false).await;
     assert_eq!(
         std::fs::read(env.target("hasdata").join("keep")).unwrap(),
@@ -233,7 +215,7 @@ async fn devices_with_data_are_never_formatted() {
         let before = l.read_backing(0, MIB as usize);
         for fs in ["ext4", "xfs"] {
             let err = c
-                .node_stage_volume(stage_req(&env, id, mount_cap(fs, Mode::SingleNodeWriter)))
+                .node_stage_volume(stage_req(&env, id, mount_cap(fs)))
                 .await
                 .unwrap_err();
             assert_eq!(err.code(), Code::FailedPrecondition, "{id}: {err:?}");
@@ -253,14 +235,7 @@ async fn read_only_publish_refuses_writes_with_erofs() {
     let mut env = NodeEnv::start();
     env.volume("rovol", 64 * MIB);
     let mut c = client(&env).await;
-    stage_publish(
-        &mut c,
-        &env,
-        "rovol",
-        mount_cap("ext4", Mode::SingleNodeWriter),
-        true,
-    )
-    .await;
+    stage_publish(&mut c, &env, "rovol", mount_cap("ext4"), true).await;
     let err = std::fs::write(env.target("rovol").join("x"), b"x").unwrap_err();
     assert_eq!(err.raw_os_error(), Some(libc::EROFS), "{err}");
     // The staging mount stays writable; only the published view is read-only.
@@ -273,7 +248,14 @@ async fn block_publish_is_the_device_and_writes_reach_it() {
     let mut env = NodeEnv::start();
     let rdev = env.volume("blockvol", 64 * MIB).rdev();
     let mut c = client(&env).await;
-    stage_publish(&mut c, &env, "blockvol", block_cap(), false).await;
+    stage_publish(
+        &mut c,
+        &env,
+        "blockvol",
+        block_cap(Mode::SingleNodeWriter),
+        false,
+    )
+    .await;
     // Staging binds the device onto a file in the staging dir.
     let staged = env
         .staging("blockvol")
@@ -313,7 +295,7 @@ async fn block_publish_is_the_device_and_writes_reach_it() {
         .node_expand_volume(NodeExpandVolumeRequest {
             volume_id: "blockvol".into(),
             volume_path: target.display().to_string(),
-            volume_capability: Some(block_cap()),
+            volume_capability: Some(block_cap(Mode::SingleNodeWriter)),
             ..Default::default()
         })
         .await
@@ -330,14 +312,7 @@ async fn online_expand(fs: &str) {
     let id = format!("grow-{fs}");
     env.volume(&id, 320 * MIB);
     let mut c = client(&env).await;
-    stage_publish(
-        &mut c,
-        &env,
-        &id,
-        mount_cap(fs, Mode::SingleNodeWriter),
-        false,
-    )
-    .await;
+    stage_publish(&mut c, &env, &id, mount_cap(fs), false).await;
     let before = nix::sys::statvfs::statvfs(&env.target(&id)).unwrap();
     env.loops[0].grow(640 * MIB);
     let req = NodeExpandVolumeRequest {
@@ -393,7 +368,7 @@ async fn ext4_grows_at_stage_and_online_refusal_is_clear() {
     let mut env = NodeEnv::start();
     env.volume("ext4grow", 128 * MIB);
     let mut c = client(&env).await;
-    let cap = mount_cap("ext4", Mode::SingleNodeWriter);
+    let cap = mount_cap("ext4");
     c.node_stage_volume(stage_req(&env, "ext4grow", cap.clone()))
         .await
         .unwrap();
@@ -442,14 +417,7 @@ async fn corrupted_mounts_are_cleaned_up() {
     let mut env = NodeEnv::start();
     env.volume("broken", 320 * MIB);
     let mut c = client(&env).await;
-    stage_publish(
-        &mut c,
-        &env,
-        "broken",
-        mount_cap("xfs", Mode::SingleNodeWriter),
-        false,
-    )
-    .await;
+    stage_publish(&mut c, &env, "broken", mount_cap("xfs"), false).await;
     run(
         "xfs_io",
         &[
@@ -481,14 +449,7 @@ async fn read_only_after_errors_is_an_abnormal_condition() {
     let mut env = NodeEnv::start();
     env.volume("roerr", 64 * MIB);
     let mut c = client(&env).await;
-    stage_publish(
-        &mut c,
-        &env,
-        "roerr",
-        mount_cap("ext4", Mode::SingleNodeWriter),
-        false,
-    )
-    .await;
+    stage_publish(&mut c, &env, "roerr", mount_cap("ext4"), false).await;
     // What ext4 errors=remount-ro does: the superblock turns read-only under rw mounts.
     run(
         "mount",
@@ -517,7 +478,7 @@ async fn concurrent_stage_of_one_volume_gives_exactly_one_aborted() {
     env.volume("racer", 1024 * MIB);
     let mut a = client(&env).await;
     let mut b = client(&env).await;
-    let cap = mount_cap("ext4", Mode::SingleNodeWriter);
+    let cap = mount_cap("ext4");
     let (ra, rb) = tokio::join!(
         a.node_stage_volume(stage_req(&env, "racer", cap.clone())),
         b.node_stage_volume(stage_req(&env, "racer", cap.clone())),
@@ -540,7 +501,7 @@ async fn bad_paths_and_missing_devices_are_rejected() {
     let mut env = NodeEnv::start();
     env.volume("pathvol", 64 * MIB);
     let mut c = client(&env).await;
-    let cap = mount_cap("ext4", Mode::SingleNodeWriter);
+    let cap = mount_cap("ext4");
     let kubelet = env.kubelet.display().to_string();
     for bad in [
         "/etc/cinder-csi-test".to_string(),
@@ -559,11 +520,7 @@ async fn bad_paths_and_missing_devices_are_rejected() {
     }
     assert!(!Path::new("/etc/cinder-csi-test").exists());
     let err = c
-        .node_stage_volume(stage_req(
-            &env,
-            "pathvol",
-            mount_cap("zfs", Mode::SingleNodeWriter),
-        ))
+        .node_stage_volume(stage_req(&env, "pathvol", mount_cap("zfs")))
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
@@ -599,10 +556,14 @@ async fn unknown_volume_is_not_found_after_the_bounded_wait() {
     for (id, cap, publish_code) in [
         (
             "unknown-mount",
-            mount_cap("ext4", Mode::SingleNodeWriter),
+            mount_cap("ext4"),
             Code::FailedPrecondition, // not staged; mount publish does not look for the disk
         ),
-        ("unknown-block", block_cap(), Code::NotFound),
+        (
+            "unknown-block",
+            block_cap(Mode::SingleNodeWriter),
+            Code::NotFound,
+        ),
     ] {
         // The caller allows far longer than the device wait: the wait, not the deadline, ends it.
         let mut req = tonic::Request::new(stage_req(&env, id, cap.clone()));
@@ -638,8 +599,8 @@ async fn restage_with_the_other_access_type_is_already_exists() {
     let bdev = env.volume("rawvol", 64 * MIB).dev.clone();
     env.volume("fsvol", 64 * MIB);
     let mut c = client(&env).await;
-    let ext4 = mount_cap("ext4", Mode::SingleNodeWriter);
-    c.node_stage_volume(stage_req(&env, "rawvol", block_cap()))
+    let ext4 = mount_cap("ext4");
+    c.node_stage_volume(stage_req(&env, "rawvol", block_cap(Mode::SingleNodeWriter)))
         .await
         .unwrap();
     c.node_stage_volume(stage_req(&env, "fsvol", ext4.clone()))
@@ -655,7 +616,7 @@ async fn restage_with_the_other_access_type_is_already_exists() {
     assert!(!is_mounted(&env.staging("rawvol")));
     // Mount-staged, asked for block.
     let err = c
-        .node_stage_volume(stage_req(&env, "fsvol", block_cap()))
+        .node_stage_volume(stage_req(&env, "fsvol", block_cap(Mode::SingleNodeWriter)))
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::AlreadyExists, "{err:?}");
@@ -665,8 +626,8 @@ async fn restage_with_the_other_access_type_is_already_exists() {
         .exists());
     // Another volume's staging path: FailedPrecondition either way.
     for (id, at, cap) in [
-        ("rawvol", "fsvol", block_cap()),
-        ("fsvol", "rawvol", block_cap()),
+        ("rawvol", "fsvol", block_cap(Mode::SingleNodeWriter)),
+        ("fsvol", "rawvol", block_cap(Mode::SingleNodeWriter)),
         ("fsvol", "rawvol", ext4.clone()),
     ] {
         let mut req = stage_req(&env, id, cap);
@@ -690,7 +651,7 @@ async fn publish_without_staging_path_is_failed_precondition() {
     let mut env = NodeEnv::start();
     env.volume("nostage", 64 * MIB);
     let mut c = client(&env).await;
-    for cap in [mount_cap("ext4", Mode::SingleNodeWriter), block_cap()] {
+    for cap in [mount_cap("ext4"), block_cap(Mode::SingleNodeWriter)] {
         c.node_stage_volume(stage_req(&env, "nostage", cap.clone()))
             .await
             .unwrap();
@@ -713,23 +674,16 @@ async fn stats_are_not_found_where_the_volume_is_not() {
     env.volume("btrfsvol", 320 * MIB);
     env.volume("rawvol", 64 * MIB);
     let mut c = client(&env).await;
+    stage_publish(&mut c, &env, "ext4vol", mount_cap("ext4"), false).await;
+    stage_publish(&mut c, &env, "btrfsvol", mount_cap("btrfs"), false).await;
     stage_publish(
         &mut c,
         &env,
-        "ext4vol",
-        mount_cap("ext4", Mode::SingleNodeWriter),
+        "rawvol",
+        block_cap(Mode::SingleNodeWriter),
         false,
     )
     .await;
-    stage_publish(
-        &mut c,
-        &env,
-        "btrfsvol",
-        mount_cap("btrfs", Mode::SingleNodeWriter),
-        false,
-    )
-    .await;
-    stage_publish(&mut c, &env, "rawvol", block_cap(), false).await;
     let ids = ["ext4vol", "btrfsvol", "rawvol"];
     for at in ids {
         for path in [env.staging(at), env.target(at)] {
@@ -769,22 +723,46 @@ async fn read_only_block_publish_is_a_read_only_bind() {
     let mut env = NodeEnv::start();
     env.volume("roblock", 64 * MIB);
     let mut c = client(&env).await;
-    stage_publish(&mut c, &env, "roblock", block_cap(), true).await;
+    stage_publish(
+        &mut c,
+        &env,
+        "roblock",
+        block_cap(Mode::SingleNodeWriter),
+        true,
+    )
+    .await;
     let opts = mount_options(&env.target("roblock")).unwrap();
     assert!(opts.split(',').any(|o| o == "ro"), "{opts}");
     // Same target, read-write now: incompatible.
     let err = c
-        .node_publish_volume(publish_req(&env, "roblock", block_cap(), false))
+        .node_publish_volume(publish_req(
+            &env,
+            "roblock",
+            block_cap(Mode::SingleNodeWriter),
+            false,
+        ))
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::AlreadyExists, "{err:?}");
     unpublish_unstage(&mut c, &env, "roblock").await;
     // And the other way round.
-    stage_publish(&mut c, &env, "roblock", block_cap(), false).await;
+    stage_publish(
+        &mut c,
+        &env,
+        "roblock",
+        block_cap(Mode::SingleNodeWriter),
+        false,
+    )
+    .await;
     let opts = mount_options(&env.target("roblock")).unwrap();
     assert!(opts.split(',').any(|o| o == "rw"), "{opts}");
     let err = c
-        .node_publish_volume(publish_req(&env, "roblock", block_cap(), true))
+        .node_publish_volume(publish_req(
+            &env,
+            "roblock",
+            block_cap(Mode::SingleNodeWriter),
+            true,
+        ))
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::AlreadyExists, "{err:?}");

@@ -16,13 +16,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use blockdev::{
-    is_mounted, mounts_below, publish_req, run, stage_req, unpublish_req, unstage_req, Loop,
-    NodeEnv,
+    is_mounted, mount_cap, mount_cap_flags, mounts_below, publish_req, run, stage_req,
+    unpublish_req, unstage_req, Loop, NodeEnv,
 };
 use cinder_csi::cloud::local::loopdev;
 use cinder_csi::csi::pb::node_client::NodeClient;
 use cinder_csi::csi::pb::volume_capability::access_mode::Mode;
-use cinder_csi::csi::pb::volume_capability::{AccessMode, AccessType, MountVolume};
 use cinder_csi::csi::pb::*;
 use tonic::transport::Channel;
 
@@ -127,19 +126,6 @@ fn formats(env: &NodeEnv, devs: &[&Path]) -> usize {
 
 async fn client(env: &NodeEnv) -> Client {
     NodeClient::new(env.driver().channel().await)
-}
-
-fn cap(fs: &str, flags: &[&str]) -> VolumeCapability {
-    VolumeCapability {
-        access_type: Some(AccessType::Mount(MountVolume {
-            fs_type: fs.into(),
-            mount_flags: flags.iter().map(|f| f.to_string()).collect(),
-            volume_mount_group: String::new(),
-        })),
-        access_mode: Some(AccessMode {
-            mode: Mode::SingleNodeWriter as i32,
-        }),
-    }
 }
 
 /// Run `rpc` until the shim of `tool` waits at `hold`, then kill -9 the driver with its
@@ -286,7 +272,7 @@ async fn kill_9_during_stage_and_publish_then_the_same_requests_succeed() {
             let id = format!("k9-{fs}-{}", hold.name());
             let dev = env.volume(&id, 320 * MIB).dev.clone();
             let c = client(&env).await;
-            let req = stage_req(&env, &id, cap(fs, &[]));
+            let req = stage_req(&env, &id, mount_cap(fs));
             let mut c2 = c.clone();
             kill_at(&mut env, &format!("mkfs.{fs}"), hold, async move {
                 c2.node_stage_volume(req).await
@@ -296,7 +282,7 @@ async fn kill_9_during_stage_and_publish_then_the_same_requests_succeed() {
             let uuid_before = uuid_or_none(&dev);
             let mut c = client(&env).await;
             // kubelet's retry: the same request.
-            c.node_stage_volume(stage_req(&env, &id, cap(fs, &[])))
+            c.node_stage_volume(stage_req(&env, &id, mount_cap(fs)))
                 .await
                 .unwrap_or_else(|e| panic!("{id}: stage after kill -9 {hold:?} mkfs: {e}"));
             let uuid_after = uuid(&dev);
@@ -322,14 +308,14 @@ async fn kill_9_during_stage_and_publish_then_the_same_requests_succeed() {
             // Publish, killed right after it was sent (the answer lost, whether it ran or not).
             let data = pattern(checked + 1, 4 << 20);
             let mut c2 = c.clone();
-            let req = publish_req(&env, &id, cap(fs, &[]), false);
+            let req = publish_req(&env, &id, mount_cap(fs), false);
             let t = tokio::spawn(async move { c2.node_publish_volume(req).await });
             tokio::task::yield_now().await;
             env.kill9();
             let _ = t.await.unwrap();
             env.start_driver();
             let mut c = client(&env).await;
-            c.node_publish_volume(publish_req(&env, &id, cap(fs, &[]), false))
+            c.node_publish_volume(publish_req(&env, &id, mount_cap(fs), false))
                 .await
                 .unwrap();
             write_durable(&env.target(&id).join("data.bin"), &data);
@@ -337,10 +323,10 @@ async fn kill_9_during_stage_and_publish_then_the_same_requests_succeed() {
             env.kill9();
             env.start_driver();
             let mut c = client(&env).await;
-            c.node_stage_volume(stage_req(&env, &id, cap(fs, &[])))
+            c.node_stage_volume(stage_req(&env, &id, mount_cap(fs)))
                 .await
                 .unwrap();
-            c.node_publish_volume(publish_req(&env, &id, cap(fs, &[]), false))
+            c.node_publish_volume(publish_req(&env, &id, mount_cap(fs), false))
                 .await
                 .unwrap();
             let read = std::fs::read(env.target(&id).join("data.bin")).unwrap();
@@ -386,10 +372,10 @@ async fn kill_9_during_expand_then_the_same_request_grows_the_filesystem() {
     env.volume(id, 320 * MIB);
     let dev = dev_of(&env, id);
     let mut c = client(&env).await;
-    c.node_stage_volume(stage_req(&env, id, cap("xfs", &[])))
+    c.node_stage_volume(stage_req(&env, id, mount_cap("xfs")))
         .await
         .unwrap();
-    c.node_publish_volume(publish_req(&env, id, cap("xfs", &[]), false))
+    c.node_publish_volume(publish_req(&env, id, mount_cap("xfs"), false))
         .await
         .unwrap();
     let data = pattern(11, 8 << 20);
@@ -407,7 +393,7 @@ async fn kill_9_during_expand_then_the_same_request_grows_the_filesystem() {
                 required_bytes: size as i64,
                 limit_bytes: 0,
             }),
-            volume_capability: Some(cap("xfs", &[])),
+            volume_capability: Some(mount_cap("xfs")),
             ..Default::default()
         };
         let mut c2 = c.clone();
@@ -418,10 +404,10 @@ async fn kill_9_during_expand_then_the_same_request_grows_the_filesystem() {
         .await;
         c = client(&env).await;
         // kubelet restages and republishes after a plugin restart, then repeats the expand.
-        c.node_stage_volume(stage_req(&env, id, cap("xfs", &[])))
+        c.node_stage_volume(stage_req(&env, id, mount_cap("xfs")))
             .await
             .unwrap();
-        c.node_publish_volume(publish_req(&env, id, cap("xfs", &[]), false))
+        c.node_publish_volume(publish_req(&env, id, mount_cap("xfs"), false))
             .await
             .unwrap();
         c.node_expand_volume(req)
@@ -475,10 +461,10 @@ async fn reboot_clears_mounts_and_renumbers_the_disk_then_stage_and_publish_agai
     for (i, fs) in ["ext4", "xfs"].iter().enumerate() {
         let id = format!("reboot-{fs}");
         env.volume(&id, 320 * MIB);
-        c.node_stage_volume(stage_req(&env, &id, cap(fs, &[])))
+        c.node_stage_volume(stage_req(&env, &id, mount_cap(fs)))
             .await
             .unwrap();
-        c.node_publish_volume(publish_req(&env, &id, cap(fs, &[]), false))
+        c.node_publish_volume(publish_req(&env, &id, mount_cap(fs), false))
             .await
             .unwrap();
         let data = pattern(20 + i as u64, 4 << 20);
@@ -521,10 +507,10 @@ async fn reboot_clears_mounts_and_renumbers_the_disk_then_stage_and_publish_agai
     for (n, (id, fs, data, fs_uuid)) in written.iter().enumerate() {
         let dev = dev_of(&env, id);
         for _ in 0..2 {
-            c.node_stage_volume(stage_req(&env, id, cap(fs, &[])))
+            c.node_stage_volume(stage_req(&env, id, mount_cap(fs)))
                 .await
                 .unwrap_or_else(|e| panic!("{id}: stage after reboot: {e}"));
-            c.node_publish_volume(publish_req(&env, id, cap(fs, &[]), false))
+            c.node_publish_volume(publish_req(&env, id, mount_cap(fs), false))
                 .await
                 .unwrap();
         }
@@ -556,10 +542,10 @@ async fn a_disk_vanishing_while_mounted_still_unpublishes_and_unstages() {
         let id = format!("vanish-{fs}");
         env.volume(&id, 320 * MIB);
         let dev = dev_of(&env, &id);
-        c.node_stage_volume(stage_req(&env, &id, cap(fs, &[])))
+        c.node_stage_volume(stage_req(&env, &id, mount_cap(fs)))
             .await
             .unwrap();
-        c.node_publish_volume(publish_req(&env, &id, cap(fs, &[]), false))
+        c.node_publish_volume(publish_req(&env, &id, mount_cap(fs), false))
             .await
             .unwrap();
         let data = pattern(30, 4 << 20);
@@ -592,10 +578,10 @@ async fn a_disk_vanishing_while_mounted_still_unpublishes_and_unstages() {
         std::os::unix::fs::symlink(&again.dev, &link).unwrap();
         let new_dev = again.dev.clone();
         env.loops.push(again);
-        c.node_stage_volume(stage_req(&env, &id, cap(fs, &[])))
+        c.node_stage_volume(stage_req(&env, &id, mount_cap(fs)))
             .await
             .unwrap();
-        c.node_publish_volume(publish_req(&env, &id, cap(fs, &[]), false))
+        c.node_publish_volume(publish_req(&env, &id, mount_cap(fs), false))
             .await
             .unwrap();
         assert_eq!(
@@ -635,10 +621,10 @@ async fn a_full_filesystem_restages_and_grows() {
     let id = "full-ext4";
     env.volume(id, 64 * MIB);
     let dev = dev_of(&env, id);
-    c.node_stage_volume(stage_req(&env, id, cap("ext4", &[])))
+    c.node_stage_volume(stage_req(&env, id, mount_cap("ext4")))
         .await
         .unwrap();
-    c.node_publish_volume(publish_req(&env, id, cap("ext4", &[]), false))
+    c.node_publish_volume(publish_req(&env, id, mount_cap("ext4"), false))
         .await
         .unwrap();
     let data = pattern(40, 2 << 20);
@@ -653,10 +639,10 @@ async fn a_full_filesystem_restages_and_grows() {
     assert!(!abnormal, "a full filesystem is not abnormal: {msg}");
     // kubelet restarts the pod: unpublish, unstage, stage, publish of the full filesystem.
     teardown(&mut c, &env, id).await;
-    c.node_stage_volume(stage_req(&env, id, cap("ext4", &[])))
+    c.node_stage_volume(stage_req(&env, id, mount_cap("ext4")))
         .await
         .unwrap();
-    c.node_publish_volume(publish_req(&env, id, cap("ext4", &[]), false))
+    c.node_publish_volume(publish_req(&env, id, mount_cap("ext4"), false))
         .await
         .unwrap();
     assert_eq!(
@@ -671,13 +657,13 @@ async fn a_full_filesystem_restages_and_grows() {
         .find(|l| l.dev == dev)
         .unwrap()
         .grow(128 * MIB);
-    let mut req = stage_req(&env, id, cap("ext4", &[]));
+    let mut req = stage_req(&env, id, mount_cap("ext4"));
     req.volume_context.insert(
         "cinder.csi.openstack.org/resizeRequired".into(),
         "true".into(),
     );
     c.node_stage_volume(req).await.unwrap();
-    c.node_publish_volume(publish_req(&env, id, cap("ext4", &[]), false))
+    c.node_publish_volume(publish_req(&env, id, mount_cap("ext4"), false))
         .await
         .unwrap();
     let (available, abnormal, _) = stats(&mut c, id, &env.target(id)).await.unwrap();
@@ -750,12 +736,21 @@ async fn a_filesystem_the_kernel_made_read_only_is_reported_and_recovers() {
     std::os::unix::fs::symlink(&disk.dev, env.by_id.join(format!("virtio-{id}"))).unwrap();
     let dev = disk.dev.clone();
     let flags = ["errors=remount-ro"];
-    c.node_stage_volume(stage_req(&env, id, cap("ext4", &flags)))
-        .await
-        .unwrap();
-    c.node_publish_volume(publish_req(&env, id, cap("ext4", &flags), false))
-        .await
-        .unwrap();
+    c.node_stage_volume(stage_req(
+        &env,
+        id,
+        mount_cap_flags("ext4", Mode::SingleNodeWriter, &flags),
+    ))
+    .await
+    .unwrap();
+    c.node_publish_volume(publish_req(
+        &env,
+        id,
+        mount_cap_flags("ext4", Mode::SingleNodeWriter, &flags),
+        false,
+    ))
+    .await
+    .unwrap();
     let data = pattern(50, 2 << 20);
     write_durable(&env.target(id).join("data.bin"), &data);
     let target = env.target(id);
@@ -790,12 +785,21 @@ async fn a_filesystem_the_kernel_made_read_only_is_reported_and_recovers() {
     // unstage) and starts it again (stage, publish): the filesystem mounts read-write.
     small.resize("512m");
     teardown(&mut c, &env, id).await;
-    c.node_stage_volume(stage_req(&env, id, cap("ext4", &flags)))
-        .await
-        .unwrap();
-    c.node_publish_volume(publish_req(&env, id, cap("ext4", &flags), false))
-        .await
-        .unwrap();
+    c.node_stage_volume(stage_req(
+        &env,
+        id,
+        mount_cap_flags("ext4", Mode::SingleNodeWriter, &flags),
+    ))
+    .await
+    .unwrap();
+    c.node_publish_volume(publish_req(
+        &env,
+        id,
+        mount_cap_flags("ext4", Mode::SingleNodeWriter, &flags),
+        false,
+    ))
+    .await
+    .unwrap();
     assert_eq!(std::fs::read(target.join("data.bin")).unwrap(), data);
     write_durable(&target.join("after.bin"), b"writable again");
     let (_, abnormal, msg) = stats(&mut c, id, &target).await.unwrap();

@@ -12,11 +12,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use blockdev::{is_mounted, mounts_below, publish_req, stage_req, unpublish_req, NodeEnv};
+use blockdev::{
+    is_mounted, mount_cap, mounts_below, publish_req, stage_req, unpublish_req, NodeEnv,
+};
 use cinder_csi::csi::pb::node_client::NodeClient;
-use cinder_csi::csi::pb::volume_capability::access_mode::Mode;
-use cinder_csi::csi::pb::volume_capability::{AccessMode, AccessType, MountVolume};
-use cinder_csi::csi::pb::*;
 use tonic::transport::Channel;
 use tonic::Code;
 
@@ -26,19 +25,6 @@ type Client = NodeClient<Channel>;
 
 async fn client(env: &NodeEnv) -> Client {
     NodeClient::new(env.driver().channel().await)
-}
-
-fn cap() -> VolumeCapability {
-    VolumeCapability {
-        access_type: Some(AccessType::Mount(MountVolume {
-            fs_type: "ext4".into(),
-            mount_flags: vec![],
-            volume_mount_group: String::new(),
-        })),
-        access_mode: Some(AccessMode {
-            mode: Mode::SingleNodeWriter as i32,
-        }),
-    }
 }
 
 /// A directory outside the kubelet dir (inside the test's root, so the guard cleans it).
@@ -81,7 +67,7 @@ fn invalid<T: std::fmt::Debug>(res: Result<T, tonic::Status>, what: &str) {
 async fn staged(env: &mut NodeEnv, id: &str) -> Client {
     env.volume(id, 64 * MIB);
     let mut c = client(env).await;
-    c.node_stage_volume(stage_req(env, id, cap()))
+    c.node_stage_volume(stage_req(env, id, mount_cap("ext4")))
         .await
         .unwrap();
     c
@@ -96,7 +82,7 @@ async fn publish_to_a_target_that_is_a_symlink_is_refused() {
     std::fs::create_dir_all(target.parent().unwrap()).unwrap();
     symlink(&out, &target).unwrap();
     invalid(
-        c.node_publish_volume(publish_req(&env, "linktarget", cap(), false))
+        c.node_publish_volume(publish_req(&env, "linktarget", mount_cap("ext4"), false))
             .await,
         "publish onto a symlink",
     );
@@ -114,7 +100,7 @@ async fn publish_below_a_parent_that_is_a_symlink_is_refused() {
     std::fs::create_dir_all(parent.parent().unwrap()).unwrap();
     symlink(&out, parent).unwrap();
     invalid(
-        c.node_publish_volume(publish_req(&env, "linkparent", cap(), false))
+        c.node_publish_volume(publish_req(&env, "linkparent", mount_cap("ext4"), false))
             .await,
         "publish below a symlinked parent",
     );
@@ -133,7 +119,8 @@ async fn stage_through_a_symlink_is_refused_and_the_disk_stays_blank() {
     std::fs::create_dir_all(staging.parent().unwrap()).unwrap();
     symlink(&out, &staging).unwrap();
     invalid(
-        c.node_stage_volume(stage_req(&env, id, cap())).await,
+        c.node_stage_volume(stage_req(&env, id, mount_cap("ext4")))
+            .await,
         "stage onto a symlink",
     );
     std::fs::remove_file(&staging).unwrap();
@@ -141,7 +128,8 @@ async fn stage_through_a_symlink_is_refused_and_the_disk_stays_blank() {
     std::fs::remove_dir(parent).unwrap();
     symlink(&out, parent).unwrap();
     invalid(
-        c.node_stage_volume(stage_req(&env, id, cap())).await,
+        c.node_stage_volume(stage_req(&env, id, mount_cap("ext4")))
+            .await,
         "stage below a symlinked parent",
     );
     untouched(&out, &[]);
@@ -260,7 +248,7 @@ async fn a_symlink_swapped_in_during_publish_never_leads_outside() {
     let (mut ok, mut refused) = (0, 0);
     for _ in 0..150 {
         match c
-            .node_publish_volume(publish_req(&env, id, cap(), false))
+            .node_publish_volume(publish_req(&env, id, mount_cap("ext4"), false))
             .await
         {
             Ok(_) => ok += 1,
@@ -295,7 +283,7 @@ async fn a_kubelet_dir_behind_a_symlink_still_works() {
     let mut env = NodeEnv::start_with(true);
     let id = "kubeletlink";
     let mut c = staged(&mut env, id).await;
-    c.node_publish_volume(publish_req(&env, id, cap(), false))
+    c.node_publish_volume(publish_req(&env, id, mount_cap("ext4"), false))
         .await
         .unwrap();
     assert!(is_mounted(&env.target(id)));
@@ -308,7 +296,7 @@ async fn a_kubelet_dir_behind_a_symlink_still_works() {
     std::fs::create_dir_all(target.parent().unwrap()).unwrap();
     symlink(&out, &target).unwrap();
     invalid(
-        c.node_publish_volume(publish_req(&env, id, cap(), false))
+        c.node_publish_volume(publish_req(&env, id, mount_cap("ext4"), false))
             .await,
         "publish onto a symlink below a linked kubelet dir",
     );

@@ -13,10 +13,12 @@ use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use blockdev::{is_mounted, publish_req, run, stage_req, unpublish_req, unstage_req, NodeEnv};
+use blockdev::{
+    is_mounted, mount_cap, mount_cap_as, mount_cap_flags, publish_req, run, stage_req,
+    unpublish_req, unstage_req, NodeEnv,
+};
 use cinder_csi::csi::pb::node_client::NodeClient;
 use cinder_csi::csi::pb::volume_capability::access_mode::Mode;
-use cinder_csi::csi::pb::volume_capability::{AccessMode, AccessType, MountVolume};
 use cinder_csi::csi::pb::*;
 use tonic::transport::Channel;
 use tonic::Code;
@@ -27,17 +29,6 @@ type Client = NodeClient<Channel>;
 
 async fn client(env: &NodeEnv) -> Client {
     NodeClient::new(env.driver().channel().await)
-}
-
-fn cap(fs: &str, mode: Mode, flags: &[&str]) -> VolumeCapability {
-    VolumeCapability {
-        access_type: Some(AccessType::Mount(MountVolume {
-            fs_type: fs.into(),
-            mount_flags: flags.iter().map(|f| f.to_string()).collect(),
-            volume_mount_group: String::new(),
-        })),
-        access_mode: Some(AccessMode { mode: mode as i32 }),
-    }
 }
 
 /// Hash of the whole backing file: what reached the "disk".
@@ -115,7 +106,7 @@ async fn read_only_stage_never_replays_a_journal() {
         let before = disk_hash(&env, &id);
         // A plain read-only mount here would replay the journal and change the disk (checked
         // by hand: ext4 and xfs both do); the stage must not.
-        let ro = cap(fs, Mode::MultiNodeReaderOnly, &[]);
+        let ro = mount_cap_as(fs, Mode::MultiNodeReaderOnly);
         c.node_stage_volume(stage_req(&env, &id, ro.clone()))
             .await
             .unwrap();
@@ -144,7 +135,7 @@ async fn read_only_stage_never_replays_a_journal() {
     c.node_stage_volume(stage_req(
         &env,
         "ro-btrfs",
-        cap("btrfs", Mode::SingleNodeReaderOnly, &[]),
+        mount_cap_as("btrfs", Mode::SingleNodeReaderOnly),
     ))
     .await
     .unwrap();
@@ -190,7 +181,7 @@ async fn stale_superblock_under_a_partition_table_is_refused() {
         let before = disk_hash(&env, id);
         for want in ["ext4", "xfs"] {
             let err = c
-                .node_stage_volume(stage_req(&env, id, cap(want, Mode::SingleNodeWriter, &[])))
+                .node_stage_volume(stage_req(&env, id, mount_cap(want)))
                 .await
                 .unwrap_err();
             assert_eq!(err.code(), Code::FailedPrecondition, "{id}: {err:?}");
@@ -213,7 +204,7 @@ async fn read_only_publish_keeps_the_mount_flags() {
     env.volume("flags", 64 * MIB);
     let mut c = client(&env).await;
     // Userspace-only options (fstab habits) are accepted and never reach the kernel.
-    let rw = cap(
+    let rw = mount_cap_flags(
         "ext4",
         Mode::SingleNodeWriter,
         &[
@@ -246,7 +237,7 @@ async fn read_only_publish_keeps_the_mount_flags() {
 
     // `ro` among the flags: a read-only stage, and publishing it (readonly=false) twice is
     // not a mismatch.
-    let ro = cap("ext4", Mode::SingleNodeWriter, &["ro"]);
+    let ro = mount_cap_flags("ext4", Mode::SingleNodeWriter, &["ro"]);
     c.node_stage_volume(stage_req(&env, "flags", ro.clone()))
         .await
         .unwrap();
@@ -278,7 +269,7 @@ async fn unstage_under_a_pod_is_refused_with_the_kubelet_dir_behind_a_symlink() 
 async fn unstage_under_a_pod(mut env: NodeEnv) {
     env.volume("inuse", 64 * MIB);
     let mut c = client(&env).await;
-    let rw = cap("ext4", Mode::SingleNodeWriter, &[]);
+    let rw = mount_cap("ext4");
     c.node_stage_volume(stage_req(&env, "inuse", rw.clone()))
         .await
         .unwrap();
@@ -316,7 +307,7 @@ async fn stage_recovers_a_broken_staging_mount() {
     let mut env = NodeEnv::start();
     env.volume("eio", 320 * MIB);
     let mut c = client(&env).await;
-    let rw = cap("xfs", Mode::SingleNodeWriter, &[]);
+    let rw = mount_cap("xfs");
     c.node_stage_volume(stage_req(&env, "eio", rw.clone()))
         .await
         .unwrap();

@@ -10,10 +10,12 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use blockdev::{is_mounted, publish_req, stage_req, unpublish_req, unstage_req, NodeEnv};
+use blockdev::{
+    block_cap, is_mounted, mount_cap_as, mount_cap_flags, publish_req, stage_req, unpublish_req,
+    unstage_req, NodeEnv,
+};
 use cinder_csi::csi::pb::node_client::NodeClient;
 use cinder_csi::csi::pb::volume_capability::access_mode::Mode;
-use cinder_csi::csi::pb::volume_capability::{AccessMode, AccessType, BlockVolume, MountVolume};
 use cinder_csi::csi::pb::*;
 use tonic::transport::Channel;
 use tonic::Code;
@@ -26,26 +28,8 @@ async fn client(env: &NodeEnv) -> Client {
     NodeClient::new(env.driver().channel().await)
 }
 
-fn cap(mode: Mode, flags: &[&str]) -> VolumeCapability {
-    VolumeCapability {
-        access_type: Some(AccessType::Mount(MountVolume {
-            fs_type: "ext4".into(),
-            mount_flags: flags.iter().map(|f| f.to_string()).collect(),
-            volume_mount_group: String::new(),
-        })),
-        access_mode: Some(AccessMode { mode: mode as i32 }),
-    }
-}
-
-fn block(mode: Mode) -> VolumeCapability {
-    VolumeCapability {
-        access_type: Some(AccessType::Block(BlockVolume {})),
-        access_mode: Some(AccessMode { mode: mode as i32 }),
-    }
-}
-
 fn snw(flags: &[&str]) -> VolumeCapability {
-    cap(Mode::SingleNodeWriter, flags)
+    mount_cap_flags("ext4", Mode::SingleNodeWriter, flags)
 }
 
 fn code<T: std::fmt::Debug>(res: Result<T, tonic::Status>, want: Code, what: &str) -> String {
@@ -299,16 +283,16 @@ async fn second_target_case(cap: VolumeCapability, single: bool) {
 
 #[tokio::test]
 async fn single_node_single_writer_is_published_at_one_target_only() {
-    second_target_case(cap(Mode::SingleNodeSingleWriter, &[]), true).await;
+    second_target_case(mount_cap_as("ext4", Mode::SingleNodeSingleWriter), true).await;
 }
 
 #[tokio::test]
 async fn single_node_single_writer_block_is_published_at_one_target_only() {
-    second_target_case(block(Mode::SingleNodeSingleWriter), true).await;
+    second_target_case(block_cap(Mode::SingleNodeSingleWriter), true).await;
 }
 
 #[tokio::test]
 async fn multi_writer_modes_publish_at_many_targets() {
-    second_target_case(cap(Mode::SingleNodeMultiWriter, &[]), false).await;
+    second_target_case(mount_cap_as("ext4", Mode::SingleNodeMultiWriter), false).await;
     second_target_case(snw(&[]), false).await;
 }
