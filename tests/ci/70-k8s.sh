@@ -3,8 +3,8 @@
 # the Go-built components and sidecars, cached), up on the local backend (helm install of
 # charts/cinder-csi; returns when the CSIDriver, the CSINode entry and both plugin pods are
 # ready), a real Prometheus scraping both plugins through the chart's monitors, the Kubernetes
-# tests that exist (tests/k8s/lifecycle*, group-snapshots.sh, e2e.sh), the alerts tested on the
-# series Prometheus recorded (tests/monitoring/cluster.sh finish), then (local backend)
+# tests that exist (tests/k8s/lifecycle*, group-snapshots.sh, mkfs-options.sh, e2e.sh), the
+# alerts tested on the series Prometheus recorded (tests/monitoring/cluster.sh finish), then (local backend)
 # tests/k8s/multinode.sh on a 3-node cluster (`up --nodes 3`) and group-snapshots.sh again on
 # a cluster over the test cloud, and down in a trap whatever happens; then checks that down
 # left nothing.
@@ -137,6 +137,9 @@ if [[ -x tests/k8s/group-snapshots.sh ]]; then
     K8S_BACKEND=$backend tests/k8s/group-snapshots.sh
     ran=$((ran + 1))
 fi
+phase "tests/k8s/mkfs-options.sh"
+K8S_BACKEND=$backend timeout 600 tests/k8s/mkfs-options.sh
+ran=$((ran + 1))
 if [[ -x tests/k8s/e2e.sh ]]; then
     phase "tests/k8s/e2e.sh"
     tests/k8s/e2e.sh

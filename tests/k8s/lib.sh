@@ -24,6 +24,99 @@ RECORDED_SNAPSHOTS=()
 
 k() { "$KUBECTL" "$@"; }
 
+# --- The frame of a test script (lifecycle.sh, mkfs-options.sh).
+# k8s_test NAME NAMESPACE "$@": parses the script's arguments (--backend local|openstack; -h
+# prints its header comment), starts its clock (t0) and sets an EXIT trap that deletes the
+# namespace, then the cluster-scoped objects in TEST_CLUSTER_OBJECTS (kind/name words), then
+# runs the script's test_cleanup function if it has one, keeping the exit status. step and
+# fail below print under NAME.
+TEST_CLUSTER_OBJECTS=()
+k8s_test() {
+    K8S_TEST=$1 ns=$2
+    shift 2
+    while [[ $# -gt 0 ]]; do
+        case $1 in
+            --backend) K8S_BACKEND=$2; shift 2 ;;
+            -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;;
+            *) echo "$K8S_TEST: unknown argument '$1'" >&2; exit 2 ;;
+        esac
+    done
+    t0=$SECONDS
+    trap k8s_test_cleanup EXIT
+}
+k8s_test_cleanup() {
+    local rc=$?
+    trap - EXIT
+    step "cleanup"
+    k delete namespace "$ns" --ignore-not-found --wait=true --timeout=5m >/dev/null 2>&1 || true
+    if ((${#TEST_CLUSTER_OBJECTS[@]})); then
+        k delete "${TEST_CLUSTER_OBJECTS[@]}" --ignore-not-found >/dev/null 2>&1 || true
+    fi
+    if declare -F test_cleanup >/dev/null; then test_cleanup || true; fi
+    exit "$rc"
+}
+step() { printf '[%4d s] %s\n' $((SECONDS - t0)) "$*"; }
+# fail WHAT: the last line says what did not hold; then what helps find out why.
+fail() {
+    echo "$K8S_TEST: FAILED: $*"
+    diagnose "$ns"
+    exit 1
+}
+
+# pvc NAME SIZE [extra spec lines...]: a claim in $ns of class ${PVC_SC:-$sc}.
+pvc() {
+    local name=$1 size=$2
+    shift 2
+    k -n "$ns" apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: $name}
+spec:
+  storageClassName: ${PVC_SC:-$sc}
+  accessModes: [${PVC_MODE:-ReadWriteOnce}]
+  resources: {requests: {storage: $size}}
+$(printf '  %s\n' "$@")
+EOF
+}
+
+# pod NAME CLAIM SCRIPT [block]: busybox in $ns running SCRIPT with the claim at /data (or the
+# raw device at /dev/xvda). The script's exit status is the pod's.
+pod() {
+    local name=$1 claim=$2 script=$3 block=${4:-}
+    local mount="volumeMounts: [{name: v, mountPath: /data}]"
+    [[ $block == block ]] && mount="volumeDevices: [{name: v, devicePath: /dev/xvda}]"
+    k -n "$ns" apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: $name}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: c
+      image: $BUSYBOX_IMAGE
+      imagePullPolicy: Never
+      command: [sh, -c]
+      args:
+        - |
+$(sed 's/^/          /' <<<"$script")
+      $mount
+  volumes: [{name: v, persistentVolumeClaim: {claimName: $claim}}]
+EOF
+}
+
+# wait_phase POD PHASE [TIMEOUT]
+wait_phase() {
+    k -n "$ns" wait --for=jsonpath='{.status.phase}'="$2" "pod/$1" --timeout="${3:-300s}" >/dev/null \
+        || fail "pod $1 is not $2: $(k -n "$ns" get pod "$1" -o jsonpath='{.status.phase} {.status.conditions}' 2>&1); logs: $(k -n "$ns" logs "$1" 2>&1 | tail -5)"
+}
+wait_ready() {
+    k -n "$ns" wait --for=condition=Ready "pod/$1" --timeout="${2:-300s}" >/dev/null \
+        || fail "pod $1 is not Ready: $(k -n "$ns" describe pod "$1" 2>&1 | tail -15)"
+}
+pv_of() { k -n "$ns" get pvc "$1" -o jsonpath='{.spec.volumeName}'; }
+handle_of() { k get pv "$1" -o jsonpath='{.spec.csi.volumeHandle}'; }
+
 # The backend the installed driver uses: local when the controller runs --backend=local.
 k8s_backend() {
     if [[ -n ${CINDER_CSI_K8S_BACKEND:-} ]]; then echo "$CINDER_CSI_K8S_BACKEND"; return; fi

@@ -19,38 +19,12 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=tests/k8s/lib.sh
 . "$repo/tests/k8s/lib.sh"
 
-while [[ $# -gt 0 ]]; do
-    case $1 in
-        --backend) K8S_BACKEND=$2; shift 2 ;;
-        -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) echo "lifecycle.sh: unknown argument '$1'" >&2; exit 2 ;;
-    esac
-done
-
-ns=cinder-csi-lifecycle
+k8s_test lifecycle cinder-csi-lifecycle "$@"
 sc=cinder-csi-lifecycle
 sc_now=cinder-csi-lifecycle-immediate
 vsc=cinder-csi-lifecycle
+TEST_CLUSTER_OBJECTS=("storageclass/$sc" "storageclass/$sc_now" "volumesnapshotclass/$vsc")
 token="lifecycle-$$-$RANDOM"
-t0=$SECONDS
-
-fail() {
-    echo "lifecycle: FAILED: $*"
-    diagnose "$ns"
-    exit 1
-}
-step() { printf '[%4d s] %s\n' $((SECONDS - t0)) "$*"; }
-
-cleanup() {
-    local rc=$?
-    trap - EXIT
-    step "cleanup"
-    k delete namespace "$ns" --ignore-not-found --wait=true --timeout=5m >/dev/null 2>&1 || true
-    k delete storageclass "$sc" "$sc_now" --ignore-not-found >/dev/null 2>&1 || true
-    k delete volumesnapshotclass "$vsc" --ignore-not-found >/dev/null 2>&1 || true
-    exit "$rc"
-}
-trap cleanup EXIT
 
 k get csidriver cinder.csi.openstack.org >/dev/null || fail "no CSIDriver: is the cluster up (tests/k8s/cluster up)?"
 K8S_BACKEND=${K8S_BACKEND:-$(k8s_backend)}
@@ -87,59 +61,6 @@ driver: cinder.csi.openstack.org
 deletionPolicy: Delete
 EOF
 
-# pvc NAME SIZE [extra spec lines...]
-pvc() {
-    local name=$1 size=$2
-    shift 2
-    k -n "$ns" apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: $name}
-spec:
-  storageClassName: ${PVC_SC:-$sc}
-  accessModes: [${PVC_MODE:-ReadWriteOnce}]
-  resources: {requests: {storage: $size}}
-$(printf '  %s\n' "$@")
-EOF
-}
-
-# pod NAME CLAIM SCRIPT [block]: busybox running SCRIPT with the claim at /data (or the
-# raw device at /dev/xvda). The script's exit status is the pod's.
-pod() {
-    local name=$1 claim=$2 script=$3 block=${4:-}
-    local mount="volumeMounts: [{name: v, mountPath: /data}]"
-    [[ $block == block ]] && mount="volumeDevices: [{name: v, devicePath: /dev/xvda}]"
-    k -n "$ns" apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Pod
-metadata: {name: $name}
-spec:
-  restartPolicy: Never
-  terminationGracePeriodSeconds: 1
-  containers:
-    - name: c
-      image: $BUSYBOX_IMAGE
-      imagePullPolicy: Never
-      command: [sh, -c]
-      args:
-        - |
-$(sed 's/^/          /' <<<"$script")
-      $mount
-  volumes: [{name: v, persistentVolumeClaim: {claimName: $claim}}]
-EOF
-}
-
-# wait_phase POD PHASE [TIMEOUT]
-wait_phase() {
-    k -n "$ns" wait --for=jsonpath='{.status.phase}'="$2" "pod/$1" --timeout="${3:-300s}" >/dev/null \
-        || fail "pod $1 is not $2: $(k -n "$ns" get pod "$1" -o jsonpath='{.status.phase} {.status.conditions}' 2>&1); logs: $(k -n "$ns" logs "$1" 2>&1 | tail -5)"
-}
-wait_ready() {
-    k -n "$ns" wait --for=condition=Ready "pod/$1" --timeout="${2:-300s}" >/dev/null \
-        || fail "pod $1 is not Ready: $(k -n "$ns" describe pod "$1" 2>&1 | tail -15)"
-}
-pv_of() { k -n "$ns" get pvc "$1" -o jsonpath='{.spec.volumeName}'; }
-handle_of() { k get pv "$1" -o jsonpath='{.spec.csi.volumeHandle}'; }
 capacity_of() { k -n "$ns" get pvc "$1" -o jsonpath='{.status.capacity.storage}'; }
 mounted_kib() { k -n "$ns" exec "$1" -- df -k /data | awk 'NR == 2 {print $2}' | grep . || echo 0; }
 
