@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Summarises a ginkgo JSON report of tests/k8s/e2e.sh.
 
-    e2e-summary.py REPORT.json [FOCUS_RE [SKIP_RE]]
+    e2e-summary.py [--no-skips] REPORT.json [FOCUS_RE [SKIP_RE]]
 
 Prints the passed specs by name, the failed specs with their failure, the specs the suite
 skipped itself (with its reason), a count of those e2e-skips.txt removed, and as the LAST line
 "N passed, N failed, N skipped". Skipped counts only specs the focus selected: the ones the
 suite skipped when they ran (a capability the driver definition does not declare, a second
 node missing, ...) and the ones the skip list removed; specs outside the focus are not
-counted. Exit status 0 only when nothing failed and at least one spec passed.
+counted. Exit status 0 only when nothing failed and at least one spec passed (--no-skips:
+and none was skipped, for a run whose every selected spec must run).
 """
 import collections
 import json
@@ -19,9 +20,13 @@ FAILED = {"failed", "panicked", "timedout", "interrupted", "aborted"}
 
 
 def main():
-    report = json.load(open(sys.argv[1]))
-    focus = re.compile(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2] else None
-    skip = re.compile(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] else None
+    argv = sys.argv[1:]
+    no_skips = bool(argv) and argv[0] == "--no-skips"
+    if no_skips:
+        argv = argv[1:]
+    report = json.load(open(argv[0]))
+    focus = re.compile(argv[1]) if len(argv) > 1 and argv[1] else None
+    skip = re.compile(argv[2]) if len(argv) > 2 and argv[2] else None
     passed, failed, skipped_run, skipped_list = [], [], [], []
     setup_failed = []
     for suite in report:
@@ -63,8 +68,11 @@ def main():
     if skipped_list:
         print(f"removed by tests/k8s/e2e-skips.txt: {len(skipped_list)}")
     n_failed = len(failed) + len(setup_failed)
-    print(f"{len(passed)} passed, {n_failed} failed, {len(skipped_run) + len(skipped_list)} skipped")
-    return 0 if n_failed == 0 and passed else 1
+    n_skipped = len(skipped_run) + len(skipped_list)
+    if no_skips and n_skipped:
+        print(f"e2e-summary: {n_skipped} selected spec(s) skipped, and every one must run (--no-skips)")
+    print(f"{len(passed)} passed, {n_failed} failed, {n_skipped} skipped")
+    return 0 if n_failed == 0 and passed and not (no_skips and n_skipped) else 1
 
 
 if __name__ == "__main__":

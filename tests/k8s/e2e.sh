@@ -3,6 +3,7 @@
 # against the cluster tests/k8s/cluster runs.
 #
 #   tests/k8s/e2e.sh [--focus RE] [--skip RE] [--testdriver FILE] [--full] [--procs N] [--list]
+#                    [--suite PEER | --groups]
 #
 #   (default)        the CI focus: a fixed, bounded set of specs (tests/k8s/e2e-ci-focus.txt)
 #   --full           every External Storage spec of the driver definition
@@ -12,6 +13,14 @@
 #                    the backend the installed controller runs, or $CINDER_CSI_K8S_BACKEND)
 #   --procs N        parallel ginkgo processes (default $E2E_PROCS or 3)
 #   --list           print the specs that would run (a dry run, no cluster needed) and exit
+#   --suite PEER     the suite binary (a peer of tests/peers/versions; default cinder-csi-e2e,
+#                    Kubernetes 1.34.4's). Another suite than the default runs in one process
+#                    (the ginkgo CLI is 1.34's).
+#   --groups         the storage suite's group snapshot specs (the Go definition,
+#                    tests/k8s/e2e/groupsnapshot.go) from cinder-csi-e2e-1.37: 1.34's read
+#                    VolumeGroupSnapshotContents as v1beta1, which external-snapshotter v8.7.0
+#                    does not convert to (it stores v1beta2); 1.37's read v1, and carry 1.38's
+#                    fix of their claim size (tests/peers/patches). Fails when none ran.
 #
 # Specs in tests/k8s/e2e-skips.txt never run (each line says why). The JSON report, the
 # ginkgo output and the framework's logs go to $E2E_OUT (default a fresh directory under
@@ -29,7 +38,7 @@ ci_focus() {
         "$here/e2e-ci-focus.txt" | paste -sd'|')"
 }
 
-focus=$(ci_focus) user_skip="" testdriver="" list=0
+focus=$(ci_focus) user_skip="" testdriver="" list=0 suite_peer=cinder-csi-e2e summary_args=()
 procs=${E2E_PROCS:-3}
 while [[ $# -gt 0 ]]; do
     case $1 in
@@ -39,7 +48,11 @@ while [[ $# -gt 0 ]]; do
         --full) focus='External.Storage'; shift ;;
         --procs) procs=$2; shift 2 ;;
         --list) list=1; shift ;;
-        -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --suite) suite_peer=$2; shift 2 ;;
+        --groups)
+            suite_peer=cinder-csi-e2e-1.37 focus='External.Storage.*group snapshots: Go definition'
+            summary_args=(--no-skips); shift ;;
+        -h | --help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "e2e.sh: unknown argument '$1' (--help)" >&2; exit 2 ;;
     esac
 done
@@ -64,7 +77,7 @@ if [[ $list == 0 && ! -r $KUBECONFIG ]]; then
     echo "0 passed, 1 failed, 0 skipped"
     exit 2
 fi
-bins=$("$repo/tests/peers/build" cinder-csi-e2e ginkgo)
+bins=$("$repo/tests/peers/build" "$suite_peer" ginkgo)
 suite=$(sed -n 1p <<<"$bins")
 ginkgo=$(sed -n 2p <<<"$bins")
 if [[ $list == 1 ]]; then
@@ -112,10 +125,17 @@ echo "e2e: $(basename "$testdriver"), $procs process(es), output in $out"
 start=$SECONDS
 rc=0
 # -timeout bounds the whole run; a spec still running then fails (interrupted).
-(cd "$out" && "$ginkgo" run --procs="$procs" --timeout="${E2E_TIMEOUT:-2h}" --no-color \
-    --focus="$focus" --skip="$skip" --json-report=report.json --output-dir="$out" \
-    --silence-skips ./cinder-csi-e2e.test -- "${args[@]}" -kubeconfig="$KUBECONFIG") \
-    >"$out/ginkgo.log" 2>&1 || rc=$?
+if [[ $suite_peer == cinder-csi-e2e ]]; then
+    (cd "$out" && "$ginkgo" run --procs="$procs" --timeout="${E2E_TIMEOUT:-2h}" --no-color \
+        --focus="$focus" --skip="$skip" --json-report=report.json --output-dir="$out" \
+        --silence-skips ./cinder-csi-e2e.test -- "${args[@]}" -kubeconfig="$KUBECONFIG") \
+        >"$out/ginkgo.log" 2>&1 || rc=$?
+else
+    (cd "$out" && ./cinder-csi-e2e.test "${args[@]}" -kubeconfig="$KUBECONFIG" \
+        -ginkgo.timeout="${E2E_TIMEOUT:-2h}" -ginkgo.no-color -ginkgo.focus="$focus" \
+        -ginkgo.skip="$skip" -ginkgo.silence-skips -ginkgo.json-report=report.json) \
+        >"$out/ginkgo.log" 2>&1 || rc=$?
+fi
 echo "e2e: ginkgo exited $rc after $((SECONDS - start)) s (log: $out/ginkgo.log)"
 [[ -f $out/report.json ]] || { tail -n 40 "$out/ginkgo.log"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
-python3 "$here/e2e-summary.py" "$out/report.json" "$focus" "$skip"
+python3 "$here/e2e-summary.py" "${summary_args[@]}" "$out/report.json" "$focus" "$skip"

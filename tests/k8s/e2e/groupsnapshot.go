@@ -1,23 +1,27 @@
 // A Go driver definition for the storage suite's volume group snapshot specs
 // (volumegroupsnapshottable). The YAML definitions (-storage.testdriver) cannot name a
-// VolumeGroupSnapshotClass in Kubernetes 1.34 (only Go test drivers implement
-// VoulmeGroupSnapshottableTestDriver), so with them those specs always skip. This definition
-// takes the same YAML file, so the driver info and StorageClass are the ones the other specs
-// use, and registers only the group snapshot specs:
+// VolumeGroupSnapshotClass (only Go test drivers implement the group snapshot interface,
+// VoulmeGroupSnapshottableTestDriver in 1.34, VolumeGroupSnapshottableTestDriver from 1.35:
+// not named here, so one source builds in both suites; the suite asserts it), so with them
+// those specs always skip. This definition takes the same YAML file, so the driver info
+// (SupportedSizeRange: whole GiB) and StorageClass are the ones the other specs use, and
+// registers only the group snapshot specs:
 //
-//	cinder-csi-e2e ... -cinder.groupsnapshot-testdriver=tests/k8s/testdriver-local.yaml
+//	cinder-csi-e2e-1.37 ... -cinder.groupsnapshot-testdriver=tests/k8s/testdriver-local.yaml
 //	    [-cinder.groupsnapshot-volume-type=TYPE]   (test cloud: $OSTACK_GROUP_VOLUME_TYPE)
 //
 // Its specs are named "External Storage [Driver: cinder.csi.openstack.org] [group snapshots:
-// Go definition] ...".
+// Go definition] ...". They run from the 1.37.2 suite (tests/peers/versions, e2e.sh --groups).
 //
 // One adaptation, with its reason: Cinder's snapshots depend on their volume (Cinder refuses
 // to delete a volume that has snapshots, and a member of a group snapshot cannot be deleted
-// alone), and the spec leaves its VolumeGroupSnapshot to the namespace's deletion, after its
-// own cleanup has waited for the source PVs to be deleted. So the definition deletes the
-// spec's VolumeGroupSnapshots (and waits until their contents, i.e. the CSI group snapshots,
-// are gone) before that cleanup runs. A DeleteVolumeGroupSnapshot that fails, or leaves a
-// content behind, fails the spec.
+// alone; the local backend refuses the same), and the spec's cleanup deletes the StatefulSet
+// and every PVC and waits for their PVs to be deleted before it cleans up its group snapshot.
+// So the definition runs the suite's own group snapshot cleanup
+// (VolumeGroupSnapshotResource.CleanupResource: delete the VolumeGroupSnapshot, check that
+// the deletion policy was honoured, i.e. the content deleted, or retained and then deleted
+// by the suite, and that the member snapshot contents are gone) first. A failing
+// DeleteVolumeGroupSnapshot, or a content left behind, fails the spec.
 package main
 
 import (
@@ -25,12 +29,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 	storagev1 "k8s.io/api/storage/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -59,9 +61,8 @@ type groupDriver struct {
 }
 
 var (
-	_ storageframework.TestDriver                         = &groupDriver{}
-	_ storageframework.DynamicPVTestDriver                = &groupDriver{}
-	_ storageframework.VoulmeGroupSnapshottableTestDriver = &groupDriver{}
+	_ storageframework.TestDriver          = &groupDriver{}
+	_ storageframework.DynamicPVTestDriver = &groupDriver{}
 )
 
 // groupVolumeType is the Cinder volume type of the group snapshot specs' volumes (a Cinder
@@ -125,8 +126,6 @@ func (groupDriverFlag) Set(filename string) error {
 
 func (d *groupDriver) GetDriverInfo() *storageframework.DriverInfo { return &d.def.DriverInfo }
 
-func (d *groupDriver) SkipUnsupportedTest(pattern storageframework.TestPattern) {}
-
 func (d *groupDriver) PrepareTest(ctx context.Context, f *framework.Framework) *storageframework.PerTestConfig {
 	return &storageframework.PerTestConfig{
 		Driver:    d,
@@ -171,7 +170,7 @@ func (d *groupDriver) GetVolumeGroupSnapshotClass(ctx context.Context, config *s
 		policy = "Delete"
 	}
 	ns := config.Framework.Namespace.Name
-	registerGroupSnapshotCleanup(config.Framework)
+	registerGroupSnapshotCleanup(config, policy)
 	return &unstructured.Unstructured{Object: map[string]interface{}{
 		"kind":           "VolumeGroupSnapshotClass",
 		"apiVersion":     utils.VolumeGroupSnapshotAPIVersion,
@@ -181,36 +180,28 @@ func (d *groupDriver) GetVolumeGroupSnapshotClass(ctx context.Context, config *s
 	}}
 }
 
-// registerGroupSnapshotCleanup deletes the namespace's VolumeGroupSnapshots and waits until
-// their contents are gone. Registered while the spec takes its group snapshot, so it runs
-// before the spec's own cleanup of pods and PVCs (ginkgo runs cleanups last in, first out).
-func registerGroupSnapshotCleanup(f *framework.Framework) {
+// registerGroupSnapshotCleanup runs the suite's cleanup of the namespace's
+// VolumeGroupSnapshots (see the top of the file). Registered while the spec takes its group
+// snapshot, so it runs before the spec's own cleanup of the StatefulSet and PVCs (ginkgo runs
+// cleanups last in, first out); the spec's own group snapshot cleanup then finds nothing left.
+func registerGroupSnapshotCleanup(config *storageframework.PerTestConfig, policy string) {
 	ginkgo.DeferCleanup(func(ctx context.Context) {
-		dc := f.DynamicClient
-		ns := f.Namespace.Name
-		list, err := dc.Resource(utils.VolumeGroupSnapshotGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+		f := config.Framework
+		list, err := f.DynamicClient.Resource(utils.VolumeGroupSnapshotGVR).Namespace(f.Namespace.Name).
+			List(ctx, metav1.ListOptions{})
 		framework.ExpectNoError(err, "list VolumeGroupSnapshots")
-		var contents []string
-		for _, vgs := range list.Items {
-			if name, ok, _ := unstructured.NestedString(vgs.Object, "status", "boundVolumeGroupSnapshotContentName"); ok && name != "" {
-				contents = append(contents, name)
+		for i := range list.Items {
+			vgs := &list.Items[i]
+			ginkgo.By(fmt.Sprintf("cleaning up VolumeGroupSnapshot %s before the PVCs (Cinder snapshots depend on their volumes)", vgs.GetName()))
+			r := &storageframework.VolumeGroupSnapshotResource{
+				Config: config,
+				// What the suite's cleanup reads of the pattern: the policy it checks.
+				Pattern: storageframework.TestPattern{
+					SnapshotDeletionPolicy: storageframework.TestSnapshotDeletionPolicy(policy),
+				},
+				VGS: vgs,
 			}
-			ginkgo.By(fmt.Sprintf("deleting VolumeGroupSnapshot %s before the PVCs (Cinder snapshots depend on their volumes)", vgs.GetName()))
-			err := dc.Resource(utils.VolumeGroupSnapshotGVR).Namespace(ns).Delete(ctx, vgs.GetName(), metav1.DeleteOptions{})
-			framework.ExpectNoError(err, "delete VolumeGroupSnapshot %s", vgs.GetName())
-		}
-		for _, name := range contents {
-			gomega.Eventually(ctx, func(ctx context.Context) error {
-				_, err := dc.Resource(utils.VolumeGroupSnapshotContentGVR).Get(ctx, name, metav1.GetOptions{})
-				switch {
-				case apierrors.IsNotFound(err):
-					return nil
-				case err != nil:
-					return err
-				}
-				return fmt.Errorf("VolumeGroupSnapshotContent %s still exists", name)
-			}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(gomega.Succeed(),
-				"the group snapshot of content %s is deleted (DeleteVolumeGroupSnapshot)", name)
+			framework.ExpectNoError(r.CleanupResource(ctx, f.Timeouts), "clean up VolumeGroupSnapshot %s", vgs.GetName())
 		}
 	})
 }

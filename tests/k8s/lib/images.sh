@@ -15,8 +15,10 @@ PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
 BUSYBOX_IMAGE=registry.k8s.io/e2e-test-images/busybox:1.37.0-1
 AGNHOST_IMAGE=registry.k8s.io/e2e-test-images/agnhost:2.56
 # Images the storage specs run only `sh -c <their own script>` in: the volumes suite's exec
-# spec (nginx) and the multiVolume specs (jessie-dnsutils). A busybox root under their tags.
-SHELL_IMAGES=(registry.k8s.io/e2e-test-images/nginx:1.14-4 registry.k8s.io/e2e-test-images/jessie-dnsutils:1.7)
+# spec (nginx) and the multiVolume specs (jessie-dnsutils); and the busybox tag of Kubernetes
+# 1.37's suite (its group snapshot specs: e2e.sh --groups). A busybox root under their tags.
+SHELL_IMAGES=(registry.k8s.io/e2e-test-images/nginx:1.14-4 registry.k8s.io/e2e-test-images/jessie-dnsutils:1.7
+    registry.k8s.io/e2e-test-images/busybox:1.37.0-2)
 
 # sidecar peer name -> the chart's values key holding its image.
 declare -A SIDECAR_KEY=(
