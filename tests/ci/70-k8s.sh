@@ -144,11 +144,14 @@ if [[ -x tests/k8s/e2e.sh ]]; then
     phase "tests/k8s/e2e.sh"
     tests/k8s/e2e.sh
     ran=$((ran + 1))
-    # The storage suite's group snapshot specs (all 4 must run and pass), from Kubernetes
-    # 1.37.2's suite with 1.38's fix of their claim size: 1.34's read group snapshot contents
-    # as v1beta1, which external-snapshotter v8.7.0 no longer converts to (e2e.sh --help).
-    phase "tests/k8s/e2e.sh --groups (1.37.2 suite)"
-    tests/k8s/e2e.sh --groups
+    # The storage suite's group snapshot specs, from Kubernetes 1.37.2's suite with 1.38's fix
+    # of their claim size: 1.34's read group snapshot contents as v1beta1, which
+    # external-snapshotter v8.7.0 no longer converts to (e2e.sh --help). Two of its four
+    # patterns, both of which must run and pass: dynamic with the Delete policy, pre-provisioned
+    # with Retain (the other two cross the same two choices; ~185 s each, one process, and the
+    # run's 85 min bound has no room for all four: `tests/k8s/e2e.sh --groups` runs them all).
+    phase "tests/k8s/e2e.sh --groups (1.37.2 suite, 2 of 4 patterns)"
+    tests/k8s/e2e.sh --groups --focus 'External.Storage.*group snapshots: Go definition.*(Testpattern:  \(delete policy\)|Pre-provisioned VolumeGroupSnapshot \(retain policy\))'
 fi
 # The alerts on what Prometheus recorded of the run: everything since `start` (no alert fires),
 # one attach slowed past three quarters of the sidecar timeout (the near-timeout alert fires),
