@@ -735,22 +735,13 @@ async fn a_filesystem_the_kernel_made_read_only_is_reported_and_recovers() {
     let disk = Loop::new(small.0.join(format!("{id}.img")), 256 * MIB);
     std::os::unix::fs::symlink(&disk.dev, env.by_id.join(format!("virtio-{id}"))).unwrap();
     let dev = disk.dev.clone();
-    let flags = ["errors=remount-ro"];
-    c.node_stage_volume(stage_req(
-        &env,
-        id,
-        mount_cap_flags("ext4", Mode::SingleNodeWriter, &flags),
-    ))
-    .await
-    .unwrap();
-    c.node_publish_volume(publish_req(
-        &env,
-        id,
-        mount_cap_flags("ext4", Mode::SingleNodeWriter, &flags),
-        false,
-    ))
-    .await
-    .unwrap();
+    let cap = mount_cap_flags("ext4", Mode::SingleNodeWriter, &["errors=remount-ro"]);
+    c.node_stage_volume(stage_req(&env, id, cap.clone()))
+        .await
+        .unwrap();
+    c.node_publish_volume(publish_req(&env, id, cap.clone(), false))
+        .await
+        .unwrap();
     let data = pattern(50, 2 << 20);
     write_durable(&env.target(id).join("data.bin"), &data);
     let target = env.target(id);
@@ -785,21 +776,12 @@ async fn a_filesystem_the_kernel_made_read_only_is_reported_and_recovers() {
     // unstage) and starts it again (stage, publish): the filesystem mounts read-write.
     small.resize("512m");
     teardown(&mut c, &env, id).await;
-    c.node_stage_volume(stage_req(
-        &env,
-        id,
-        mount_cap_flags("ext4", Mode::SingleNodeWriter, &flags),
-    ))
-    .await
-    .unwrap();
-    c.node_publish_volume(publish_req(
-        &env,
-        id,
-        mount_cap_flags("ext4", Mode::SingleNodeWriter, &flags),
-        false,
-    ))
-    .await
-    .unwrap();
+    c.node_stage_volume(stage_req(&env, id, cap.clone()))
+        .await
+        .unwrap();
+    c.node_publish_volume(publish_req(&env, id, cap.clone(), false))
+        .await
+        .unwrap();
     assert_eq!(std::fs::read(target.join("data.bin")).unwrap(), data);
     write_durable(&target.join("after.bin"), b"writable again");
     let (_, abnormal, msg) = stats(&mut c, id, &target).await.unwrap();

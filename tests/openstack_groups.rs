@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use cinder_csi::csi::pb;
 use openstack_support::{
-    call, log_cleanup, Cloud, CloudObjects, Controller, Driver, MountGuard, Node,
+    call, log_cleanup, requests, Cloud, CloudObjects, Controller, Driver, MountGuard, Node,
 };
 use seq_writer::{numbers, Writer};
 use serde_json::{json, Value};
@@ -34,20 +34,6 @@ use tonic::Code;
 const NODE: usize = 1;
 const GIB: i64 = 1 << 30;
 type Groups = pb::group_controller_client::GroupControllerClient<Channel>;
-
-fn mount_cap() -> pb::VolumeCapability {
-    pb::VolumeCapability {
-        access_type: Some(pb::volume_capability::AccessType::Mount(
-            pb::volume_capability::MountVolume {
-                fs_type: "ext4".into(),
-                ..Default::default()
-            },
-        )),
-        access_mode: Some(pb::volume_capability::AccessMode {
-            mode: pb::volume_capability::access_mode::Mode::SingleNodeWriter as i32,
-        }),
-    }
-}
 
 fn timeout<T>(msg: T, secs: u64) -> tonic::Request<T> {
     let mut r = tonic::Request::new(msg);
@@ -74,7 +60,7 @@ async fn create(
             required_bytes: GIB,
             limit_bytes: 0,
         }),
-        volume_capabilities: vec![mount_cap()],
+        volume_capabilities: vec![requests::mount_cap()],
         parameters: HashMap::from([
             ("availability".to_string(), zone.to_string()),
             ("type".to_string(), volume_type.to_string()),
@@ -112,7 +98,7 @@ async fn mount(
             pb::ControllerPublishVolumeRequest {
                 volume_id: id.into(),
                 node_id: node_id.into(),
-                volume_capability: Some(mount_cap()),
+                volume_capability: Some(requests::mount_cap()),
                 ..Default::default()
             },
             120,
@@ -126,7 +112,7 @@ async fn mount(
                 volume_id: id.into(),
                 publish_context: published.publish_context.clone(),
                 staging_target_path: staging.display().to_string(),
-                volume_capability: Some(mount_cap()),
+                volume_capability: Some(requests::mount_cap()),
                 ..Default::default()
             },
             120,
@@ -141,7 +127,7 @@ async fn mount(
                 publish_context: published.publish_context,
                 staging_target_path: staging.display().to_string(),
                 target_path: target.display().to_string(),
-                volume_capability: Some(mount_cap()),
+                volume_capability: Some(requests::mount_cap()),
                 ..Default::default()
             },
             60,

@@ -16,25 +16,12 @@ use std::path::{Path, PathBuf};
 
 use cinder_csi::csi::pb;
 use openstack_support::{
-    call, mounts_under, Cloud, CloudObjects, Controller, Driver, Identity, MountGuard, Node,
+    call, mounts_under, requests, Cloud, CloudObjects, Controller, Driver, Identity, MountGuard,
+    Node,
 };
 
 const NODE: usize = 1;
 const GIB: i64 = 1 << 30;
-
-fn mount_capability() -> pb::VolumeCapability {
-    pb::VolumeCapability {
-        access_type: Some(pb::volume_capability::AccessType::Mount(
-            pb::volume_capability::MountVolume {
-                fs_type: "ext4".into(),
-                ..Default::default()
-            },
-        )),
-        access_mode: Some(pb::volume_capability::AccessMode {
-            mode: pb::volume_capability::access_mode::Mode::SingleNodeWriter as i32,
-        }),
-    }
-}
 
 /// The device mounted at `path` (major:minor from mountinfo), if any.
 fn mounted_device(path: &Path) -> Option<String> {
@@ -85,7 +72,7 @@ async fn attach_and_mount(
         ctl.controller_publish_volume(pb::ControllerPublishVolumeRequest {
             volume_id: volume_id.into(),
             node_id: node_id.into(),
-            volume_capability: Some(mount_capability()),
+            volume_capability: Some(requests::mount_cap()),
             ..Default::default()
         }),
     )
@@ -102,7 +89,7 @@ async fn attach_and_mount(
             volume_id: volume_id.into(),
             publish_context: published.publish_context.clone(),
             staging_target_path: p.staging.display().to_string(),
-            volume_capability: Some(mount_capability()),
+            volume_capability: Some(requests::mount_cap()),
             ..Default::default()
         }),
     )
@@ -124,7 +111,7 @@ async fn attach_and_mount(
             publish_context: published.publish_context,
             staging_target_path: p.staging.display().to_string(),
             target_path: p.target.display().to_string(),
-            volume_capability: Some(mount_capability()),
+            volume_capability: Some(requests::mount_cap()),
             ..Default::default()
         }),
     )
@@ -244,7 +231,7 @@ async fn volume_lifecycle_against_real_openstack() {
                 required_bytes: GIB,
                 limit_bytes: 0,
             }),
-            volume_capabilities: vec![mount_capability()],
+            volume_capabilities: vec![requests::mount_cap()],
             parameters: HashMap::from([("type".into(), cloud.var("OSTACK_VOLUME_TYPE").into())]),
             accessibility_requirements: Some(pb::TopologyRequirement {
                 requisite: vec![node_topology.clone()],
@@ -303,7 +290,7 @@ async fn volume_lifecycle_against_real_openstack() {
                 required_bytes: GIB,
                 limit_bytes: 0,
             }),
-            volume_capabilities: vec![mount_capability()],
+            volume_capabilities: vec![requests::mount_cap()],
             volume_content_source: Some(pb::VolumeContentSource {
                 r#type: Some(pb::volume_content_source::Type::Snapshot(
                     pb::volume_content_source::SnapshotSource {
