@@ -8,7 +8,7 @@ use super::error::AppError;
 use super::local_node::local_node_id;
 use super::plan::Plan;
 use crate::cli::{Backend, ServeArgs};
-use crate::cloud::local::{LocalCloud, LocalOptions};
+use crate::cloud::local::{LocalOptions, StandbyCloud, Takeover};
 use crate::cloud::openstack::{ApiMetrics, ApiObserver, OpenStack, OpenStackOptions, ProxyOptions};
 use crate::cloud::{Cloud, Clouds, Op};
 use crate::config::{BlockStorageConfig, GlobalConfig};
@@ -82,34 +82,35 @@ pub async fn build_clouds(
 }
 
 /// [`build_clouds`], with the OpenStack adapters (none for the local backend) for the
-/// credential reloader.
+/// credential reloader, and on the local backend its [`Takeover`].
 pub(super) async fn controller_clouds(
     args: &ServeArgs,
     plan: &Plan,
     metrics: &Arc<Metrics>,
-) -> Result<(Clouds, Vec<Arc<OpenStack>>), AppError> {
+) -> Result<(Clouds, Vec<Arc<OpenStack>>, Option<Takeover>), AppError> {
     match args.backend {
         Backend::Local => {
             let dir = args
                 .local_dir
                 .clone()
                 .ok_or_else(|| AppError::Config("--backend local needs --local-dir DIR".into()))?;
-            // Opening reconciles loop devices and links with the records (blocking pool).
-            let local = Arc::new(
-                LocalCloud::open(LocalOptions {
-                    dir,
-                    nodes: vec![local_node_id(args)],
-                    zones: args.local_zones.clone(),
-                    ..Default::default()
-                })
-                .await
-                .map_err(|e| AppError::Runtime(format!("local backend: {e}")))?,
-            );
-            Ok((Clouds::new([Cloud::new("", local)]), Vec::new()))
+            // Opening reconciles loop devices and links with the records (blocking pool). A
+            // DIR another controller holds makes this one its standby (a second replica).
+            let (local, takeover) = StandbyCloud::open(LocalOptions {
+                dir,
+                nodes: vec![local_node_id(args)],
+                zones: args.local_zones.clone(),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| AppError::Runtime(format!("local backend: {e}")))?;
+            let clouds = Clouds::new([Cloud::new("", Arc::new(local))]);
+            Ok((clouds, Vec::new(), Some(takeover)))
         }
         Backend::Openstack => {
             let (adapters, _) = openstack_adapters(plan, metrics).await?;
-            Ok((Clouds::new(adapters.iter().map(OpenStack::cloud)), adapters))
+            let clouds = Clouds::new(adapters.iter().map(OpenStack::cloud));
+            Ok((clouds, adapters, None))
         }
     }
 }

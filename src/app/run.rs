@@ -11,6 +11,7 @@ use super::local_node::{local_node_id, local_node_zone};
 use super::options::{by_id_dir, controller_options};
 use super::plan::plan;
 use crate::cli::{Backend, ServeArgs};
+use crate::cloud::local::Takeover;
 use crate::config::CloudConfig;
 use crate::csi::controller::ControllerService;
 use crate::csi::group_controller::GroupControllerService;
@@ -51,8 +52,10 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     let mut health: Vec<Arc<dyn Readiness>> = Vec::new();
     let mut readiness: Vec<Arc<dyn Readiness>> = Vec::new();
     // Built before anything binds: a bad backend or config exits 64 first.
+    let mut takeover = None;
     let controller = if plan.controller {
-        let (clouds, adapters) = controller_clouds(&args, &plan, &metrics).await?;
+        let (clouds, adapters, local) = controller_clouds(&args, &plan, &metrics).await?;
+        takeover = local;
         // Rotated credentials (the Secret updated in place) are taken without a restart.
         super::reload::Reloader::new(args.cloud_config.clone(), args.cloud_name.clone(), adapters)
             .spawn();
@@ -147,15 +150,41 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
         .add_optional_service(controller)
         .add_optional_service(group_controller)
         .add_optional_service(node_service);
+    // A standby that took the local backend's DIR over but could not open it stops serving
+    // and exits as a failed start does (it holds the lock no more).
+    let failed = Arc::new(std::sync::Mutex::new(None));
+    let shutdown = {
+        let failed = failed.clone();
+        async move {
+            tokio::select! {
+                () = server::shutdown_signal() => {}
+                e = takeover_failure(takeover) => *failed.lock().unwrap() = Some(e),
+            }
+        }
+    };
     server::serve(
         router,
         listener,
-        server::shutdown_signal(),
+        shutdown,
         Duration::from_secs(args.shutdown_grace),
         rpcs,
     )
     .await
-    .map_err(AppError::Runtime)
+    .map_err(AppError::Runtime)?;
+    let failure = failed.lock().unwrap().take();
+    failure.map_or(Ok(()), |e| Err(AppError::Runtime(e)))
+}
+
+/// Resolves only if the local backend's takeover failed, with why.
+async fn takeover_failure(takeover: Option<Takeover>) -> String {
+    match takeover {
+        Some(t) => match t.await {
+            Ok(Ok(())) => std::future::pending().await,
+            Ok(Err(e)) => format!("local backend: took the state dir over but: {e}"),
+            Err(_) => "local backend: the standby's thread ended without a result".to_string(),
+        },
+        None => std::future::pending().await,
+    }
 }
 
 /// The node core on the Linux host, disks looked up under [`by_id_dir`].

@@ -112,6 +112,18 @@ pub(super) fn bad_request(message: impl Into<String>) -> CloudError {
     }
 }
 
+/// DIR's lock is held: by another process, or by another open in this one.
+pub(super) fn in_use(layout: &Layout, e: nix::errno::Errno) -> CloudError {
+    CloudError::Unavailable {
+        message: format!(
+            "{} is in use by another cinder-csi process (lock {}): {e}",
+            layout.root().display(),
+            layout.lock_file().display()
+        ),
+        request_id: Default::default(),
+    }
+}
+
 fn load<T: serde::de::DeserializeOwned>(layout: &Layout, kind: Kind) -> CloudResult<Vec<T>> {
     let dir = layout.dir(kind);
     super::store::load_records(&dir)
@@ -124,12 +136,19 @@ impl LocalCloud {
     ///
     /// [`open`]: Self::open
     pub fn open_blocking(opts: LocalOptions) -> CloudResult<Self> {
-        std::fs::create_dir_all(&opts.dir)
-            .map_err(|e| io_error(format_args!("create {}", opts.dir.display()), e))?;
-        let root = opts
-            .dir
+        let (layout, file) = Self::lock_file(&opts.dir)?;
+        let lock = Flock::lock(file, FlockArg::LockExclusiveNonblock)
+            .map_err(|(_, e)| in_use(&layout, e))?;
+        Self::open_locked(opts, layout, lock)
+    }
+
+    /// The state directory (created if missing) and its lock file, opened but not locked.
+    pub(super) fn lock_file(dir: &Path) -> CloudResult<(Layout, File)> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| io_error(format_args!("create {}", dir.display()), e))?;
+        let root = dir
             .canonicalize()
-            .map_err(|e| io_error(format_args!("resolve {}", opts.dir.display()), e))?;
+            .map_err(|e| io_error(format_args!("resolve {}", dir.display()), e))?;
         let layout = Layout::new(root);
         layout
             .create_dirs()
@@ -142,16 +161,15 @@ impl LocalCloud {
             .truncate(false)
             .open(&lock_path)
             .map_err(|e| io_error(format_args!("open {}", lock_path.display()), e))?;
-        let lock = Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, e)| {
-            CloudError::Unavailable {
-                message: format!(
-                    "{} is in use by another cinder-csi process (lock {}): {e}",
-                    layout.root().display(),
-                    lock_path.display()
-                ),
-                request_id: Default::default(),
-            }
-        })?;
+        Ok((layout, file))
+    }
+
+    /// Load the records and reconcile, holding `lock` (DIR's, from [`Self::lock_file`]).
+    pub(super) fn open_locked(
+        opts: LocalOptions,
+        layout: Layout,
+        lock: Flock<File>,
+    ) -> CloudResult<Self> {
         let volumes: Vec<VolumeRecord> = load(&layout, Kind::Volume)?;
         let snapshots: Vec<CopyRecord> = load(&layout, Kind::Snapshot)?;
         let backups: Vec<CopyRecord> = load(&layout, Kind::Backup)?;

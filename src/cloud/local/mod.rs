@@ -13,7 +13,8 @@
 //!
 //! Each role of the port is implemented in the file holding its code: `volumes` (with
 //! `sources`), `copies` (with `snapshots` and `backups`), `attach` (servers, with `nodes`), `backend`
-//! (placement, health). `copy` is the sparse file copy they all use.
+//! (placement, health). `copy` is the sparse file copy they all use. `standby` is a second
+//! controller on a DIR another process holds, waiting to take it over.
 
 mod attach;
 mod backend;
@@ -32,6 +33,7 @@ mod reconcile_report;
 mod records;
 mod snapshots;
 mod sources;
+mod standby;
 pub mod store;
 mod volumes;
 
@@ -40,3 +42,4 @@ pub use groups::GROUP_TYPE;
 pub use nodes::register_node;
 pub use reconcile_report::ReconcileReport;
 pub use records::{TYPE_DEFAULT, TYPE_MULTIATTACH, ZONE};
+pub use standby::{StandbyCloud, Takeover};

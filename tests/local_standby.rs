@@ -1,0 +1,230 @@
+//! Two controller processes on one local-backend state directory, over real gRPC sockets (a
+//! 2-replica install): the second is a standby that answers UNAVAILABLE, naming the lock and
+//! the directory, and changes nothing while the first lives; after kill -9 of the first it
+//! takes the directory over, and a CreateVolume retried with the same name returns the volume
+//! the first made, with no duplicate in the state. Needs root (the rig's cleanup).
+
+mod local_rig;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use cinder_csi::csi::pb;
+use cinder_csi::ctl::Client;
+use local_rig::*;
+use tonic::Code;
+
+/// One `cinder-csi serve --mode controller` on the rig's state directory; killed on drop.
+struct Replica {
+    child: Child,
+    log: PathBuf,
+    client: Client,
+}
+
+impl Replica {
+    async fn start(rig: &Rig, name: &'static str) -> Replica {
+        let log = rig.dir.join(format!("{name}.log"));
+        let out = std::fs::File::create(&log).unwrap();
+        let endpoint = format!("unix://{}", rig.dir.join(format!("{name}.sock")).display());
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cinder-csi"))
+            .args(["serve", "--mode", "controller", "--backend", "local"])
+            .args(["--node-id", NODE, "--endpoint", &endpoint])
+            .arg("--local-dir")
+            .arg(rig.dir.join("state"))
+            .env("CINDER_CSI_LOG_LEVEL", "cinder_csi=debug,info")
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .unwrap();
+        // Identity answers on a standby too (the livenessprobe and sidecars ask it).
+        let until = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(client) = Client::connect(&endpoint, Duration::from_secs(60)).await {
+                if client
+                    .identity()
+                    .probe(client.req(pb::ProbeRequest {}))
+                    .await
+                    .is_ok()
+                {
+                    return Replica { child, log, client };
+                }
+            }
+            if let Some(status) = child.try_wait().unwrap() {
+                panic!("{name} exited ({status}):\n{}", read(&log));
+            }
+            assert!(
+                Instant::now() < until,
+                "{name} not serving:\n{}",
+                read(&log)
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    async fn create(&self, name: &str) -> Result<pb::Volume, tonic::Status> {
+        let c = &self.client;
+        let req = pb::CreateVolumeRequest {
+            name: name.into(),
+            capacity_range: Some(pb::CapacityRange {
+                required_bytes: GIB,
+                limit_bytes: 0,
+            }),
+            volume_capabilities: vec![mount_cap("ext4")],
+            ..Default::default()
+        };
+        let r = c.controller().create_volume(c.req(req)).await?;
+        Ok(r.into_inner().volume.unwrap())
+    }
+
+    async fn list(&self) -> Result<Vec<String>, tonic::Status> {
+        let c = &self.client;
+        let req = pb::ListVolumesRequest::default();
+        let r = c.controller().list_volumes(c.req(req)).await?.into_inner();
+        Ok(r.entries
+            .into_iter()
+            .map(|e| e.volume.unwrap().volume_id)
+            .collect())
+    }
+
+    fn log(&self) -> String {
+        read(&self.log)
+    }
+
+    fn kill9(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn read(log: &Path) -> String {
+    std::fs::read_to_string(log).unwrap_or_default()
+}
+
+/// Every file under the state directory but the lock, with its bytes.
+fn state_files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else if p.file_name().is_some_and(|n| n != ".lock") {
+                out.insert(p.clone(), std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+fn assert_waits(s: &tonic::Status, state: &Path, who: &str) {
+    assert_eq!(s.code(), Code::Unavailable, "{who}: {s:?}");
+    for says in [
+        state.join(".lock").display().to_string(),
+        state.display().to_string(),
+    ] {
+        assert!(s.message().contains(&says), "{who}: {}", s.message());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_waits_for_the_lock_then_takes_over_after_kill_9() {
+    let rig = Rig::new();
+    let state = rig.dir.join("state");
+    let mut first = Replica::start(&rig, "first").await;
+    let v = first.create("pvc-failover").await.unwrap();
+
+    let second = Replica::start(&rig, "second").await;
+    let before = state_files(&state);
+    // While the first lives: what the sidecars ask at startup answers, everything that needs
+    // the backend is UNAVAILABLE, saying which lock and directory it waits for.
+    let c = &second.client;
+    let caps = c
+        .controller()
+        .controller_get_capabilities(c.req(pb::ControllerGetCapabilitiesRequest {}))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!caps.capabilities.is_empty());
+    assert_waits(
+        &second.create("pvc-failover").await.unwrap_err(),
+        &state,
+        "create",
+    );
+    assert_waits(
+        &second.create("pvc-other").await.unwrap_err(),
+        &state,
+        "create",
+    );
+    assert_waits(&second.list().await.unwrap_err(), &state, "list");
+    let del = c
+        .controller()
+        .delete_volume(c.req(pb::DeleteVolumeRequest {
+            volume_id: v.volume_id.clone(),
+            ..Default::default()
+        }))
+        .await
+        .unwrap_err();
+    assert_waits(&del, &state, "delete");
+    assert_eq!(state_files(&state), before, "the standby changed the state");
+    assert_eq!(
+        first.list().await.unwrap(),
+        std::slice::from_ref(&v.volume_id)
+    );
+    assert!(second.log().contains("standby"), "{}", second.log());
+
+    first.kill9();
+    // The kernel drops the dead process's lock; the standby takes the directory over. The
+    // retry of the same CreateVolume (what the provisioner does) gets the first's volume.
+    let until = Instant::now() + Duration::from_secs(60);
+    let again = loop {
+        match second.create("pvc-failover").await {
+            Ok(got) => break got,
+            Err(s) if s.code() == Code::Unavailable => {
+                assert!(Instant::now() < until, "no takeover:\n{}", second.log());
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(s) => panic!("{s:?}\n{}", second.log()),
+        }
+    };
+    assert_eq!(again.volume_id, v.volume_id);
+    assert_eq!(again.capacity_bytes, v.capacity_bytes);
+    assert_eq!(
+        second.list().await.unwrap(),
+        std::slice::from_ref(&v.volume_id)
+    );
+    let records: Vec<_> = std::fs::read_dir(state.join("volumes"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    assert_eq!(records.len(), 1, "one volume record: {records:?}");
+    assert!(second
+        .log()
+        .contains("took the local backend's state dir over"));
+
+    // It is the backend now: a new volume, and a third replica is its standby.
+    let w = second.create("pvc-after").await.unwrap();
+    let third = Replica::start(&rig, "third").await;
+    assert_waits(
+        &third.create("pvc-third").await.unwrap_err(),
+        &state,
+        "third",
+    );
+    let mut ids = second.list().await.unwrap();
+    ids.sort();
+    let mut want = vec![v.volume_id, w.volume_id];
+    want.sort();
+    assert_eq!(ids, want);
+}
