@@ -728,3 +728,128 @@ async fn sanity_request_shape_with_a_zoneless_node_topology() {
     }
     assert_eq!(h.fake.volumes().len(), 2);
 }
+
+/// The requests the sidecars send for in-tree `kubernetes.io/cinder` volumes after CSI
+/// migration, field for field as csi-provisioner v6.4 / csi-attacher v4.13 / csi-resizer
+/// v2.3 logged them on the test cloud (tests/k8s/intree.sh): the in-tree class's `type` and
+/// `availability` passed through as they are (`fsType` became the capability's fs_type), a
+/// ReadWriteOnce PV as SINGLE_NODE_MULTI_WRITER, no volume_context (the translation sets
+/// volumeAttributes `{}`), and a readOnly PV attached with readonly false (the attacher clears
+/// it for a driver without PUBLISH_READONLY).
+#[tokio::test]
+async fn in_tree_migration_request_shapes() {
+    use pb::volume_capability::{access_mode::Mode, AccessMode, AccessType, MountVolume};
+    let mut h = harness().await;
+    h.fake.add_volume_type("standard-alt", false);
+    let c = &mut h.client;
+    let zone = || pb::Topology {
+        segments: HashMap::from([(
+            "topology.cinder.csi.openstack.org/zone".to_string(),
+            "nova".to_string(),
+        )]),
+    };
+    let cap = |fs: &str| pb::VolumeCapability {
+        access_type: Some(AccessType::Mount(MountVolume {
+            fs_type: fs.into(),
+            ..Default::default()
+        })),
+        access_mode: Some(AccessMode {
+            mode: Mode::SingleNodeMultiWriter as i32,
+        }),
+    };
+    let name = "pvc-d7bd7468-999c-4bbe-8693-53eb70336367";
+    let create = pb::CreateVolumeRequest {
+        name: name.into(),
+        capacity_range: Some(pb::CapacityRange {
+            required_bytes: GIB,
+            limit_bytes: 0,
+        }),
+        volume_capabilities: vec![cap("xfs")],
+        parameters: [
+            ("csi.storage.k8s.io/pv/name", name),
+            ("csi.storage.k8s.io/pvc/name", "made"),
+            ("csi.storage.k8s.io/pvc/namespace", "cinder-csi-intree"),
+            ("type", "standard-alt"),
+            ("availability", "nova"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect(),
+        accessibility_requirements: Some(pb::TopologyRequirement {
+            requisite: vec![zone()],
+            preferred: vec![zone()],
+        }),
+        ..Default::default()
+    };
+    let v = c
+        .create_volume(create.clone())
+        .await
+        .unwrap()
+        .into_inner()
+        .volume
+        .unwrap();
+    assert_eq!(v.capacity_bytes, GIB);
+    assert_eq!(v.accessible_topology, vec![zone()]);
+    assert!(v.volume_context.is_empty(), "{:?}", v.volume_context);
+    let made = h.fake.volume(&v.volume_id).unwrap();
+    assert_eq!(made.volume_type.as_deref(), Some("standard-alt"));
+    assert_eq!(made.availability_zone, "nova");
+    assert_eq!(
+        made.metadata
+            .get("csi.storage.k8s.io/pvc/name")
+            .map(String::as_str),
+        Some("made")
+    );
+    // The provisioner's retry after a lost answer: the same volume.
+    let again = c.create_volume(create).await.unwrap().into_inner().volume;
+    assert_eq!(again.unwrap().volume_id, v.volume_id);
+
+    // Attach, as for the ext4 PV, its readOnly PV and the xfs one (PV or inline volume).
+    for fs in ["ext4", "xfs"] {
+        let publish = pb::ControllerPublishVolumeRequest {
+            volume_id: v.volume_id.clone(),
+            node_id: "node-1".into(),
+            volume_capability: Some(cap(fs)),
+            readonly: false,
+            ..Default::default()
+        };
+        let ctx = c
+            .controller_publish_volume(publish)
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(ctx.publish_context.contains_key("DevicePath"));
+        c.controller_unpublish_volume(pb::ControllerUnpublishVolumeRequest {
+            volume_id: v.volume_id.clone(),
+            node_id: "node-1".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    }
+
+    let expanded = c
+        .controller_expand_volume(pb::ControllerExpandVolumeRequest {
+            volume_id: v.volume_id.clone(),
+            capacity_range: Some(pb::CapacityRange {
+                required_bytes: 2 * GIB,
+                limit_bytes: 0,
+            }),
+            volume_capability: Some(cap("xfs")),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(expanded.capacity_bytes, 2 * GIB);
+    assert!(expanded.node_expansion_required);
+    assert_eq!(h.fake.volume(&v.volume_id).unwrap().size_gib, 2);
+
+    c.delete_volume(pb::DeleteVolumeRequest {
+        volume_id: v.volume_id.clone(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    assert!(h.fake.volume(&v.volume_id).is_none());
+}

@@ -11,8 +11,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use blockdev::{
-    block_cap, is_mounted, mount_cap, publish_req, run, stage_req, unpublish_req, unstage_req,
-    NodeEnv,
+    block_cap, is_mounted, mount_cap, mount_cap_as, publish_req, run, stage_req, unpublish_req,
+    unstage_req, NodeEnv,
 };
 use cinder_csi::csi::pb::node_client::NodeClient;
 use cinder_csi::csi::pb::volume_capability::access_mode::Mode;
@@ -811,4 +811,76 @@ async fn info_and_capabilities() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::NotFound, "{err:?}");
+}
+
+/// What the kubelet sends for an in-tree `kubernetes.io/cinder` volume after CSI migration
+/// (csi-translation-lib: volumeHandle = spec.cinder.volumeID, fsType as given, volumeAttributes
+/// `{}`; a ReadWriteOnce PV or inline volume is SINGLE_NODE_MULTI_WRITER; the publish context is
+/// the VolumeAttachment's; podInfoOnMount adds the pod's names and `ephemeral: "false"`, also
+/// for an inline `cinder:` volume, which the kubelet treats as a persistent one). `readonly`
+/// comes from the pod's `persistentVolumeClaim.readOnly` (the PV's `spec.cinder.readOnly` is
+/// never passed to the node). An in-tree PV without fsType was ext4 in-tree; it is here too.
+#[tokio::test]
+async fn in_tree_migration_request_shapes() {
+    let mut env = NodeEnv::start();
+    let mut c = client(&env).await;
+    let pod_info = |uid: &str| -> HashMap<String, String> {
+        [
+            ("csi.storage.k8s.io/pod.name", "ro-1"),
+            ("csi.storage.k8s.io/pod.namespace", "cinder-csi-intree"),
+            ("csi.storage.k8s.io/pod.uid", uid),
+            ("csi.storage.k8s.io/serviceAccount.name", "default"),
+            ("csi.storage.k8s.io/ephemeral", "false"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+    };
+    for (id, fs, want) in [
+        ("b4759440-a7f0-4bf1-a35b-d2f589606532", "ext4", "ext4"),
+        ("64b73483-792d-4688-a02b-5780fcda58e6", "xfs", "xfs"),
+        ("0c0a1b2c-3d4e-4f50-8a6b-7c8d9e0f1a2b", "", "ext4"),
+    ] {
+        let dev = env.volume(id, 320 * MIB).dev.clone();
+        let cap = mount_cap_as(fs, Mode::SingleNodeMultiWriter);
+        let publish_context = HashMap::from([("DevicePath".to_string(), "/dev/vdb".to_string())]);
+        let stage = NodeStageVolumeRequest {
+            publish_context: publish_context.clone(),
+            volume_context: HashMap::new(),
+            ..stage_req(&env, id, cap.clone())
+        };
+        c.node_stage_volume(stage).await.unwrap();
+        assert_eq!(blkid(&dev, "TYPE"), want, "{id}: fs_type [{fs}]");
+        let publish = |ro: bool, uid: &str| NodePublishVolumeRequest {
+            publish_context: publish_context.clone(),
+            volume_context: pod_info(uid),
+            ..publish_req(&env, id, cap.clone(), ro)
+        };
+        c.node_publish_volume(publish(false, "3f1cf9f9"))
+            .await
+            .unwrap();
+        std::fs::write(env.target(id).join("keep"), id).unwrap();
+        c.node_unpublish_volume(unpublish_req(&env, id))
+            .await
+            .unwrap();
+        // The readOnly claim: the same volume again, read-only.
+        for _ in 0..2 {
+            c.node_publish_volume(publish(true, "64885218"))
+                .await
+                .unwrap();
+        }
+        assert_eq!(
+            mount_options(&env.target(id))
+                .as_deref()
+                .map(|o| o.split(',').next()),
+            Some(Some("ro"))
+        );
+        assert_eq!(
+            std::fs::read_to_string(env.target(id).join("keep")).unwrap(),
+            id
+        );
+        let err = std::fs::write(env.target(id).join("new"), b"x").unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EROFS), "{err}");
+        unpublish_unstage(&mut c, &env, id).await;
+    }
 }
