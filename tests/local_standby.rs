@@ -1,8 +1,11 @@
 //! Two controller processes on one local-backend state directory, over real gRPC sockets (a
-//! 2-replica install): the second is a standby that answers UNAVAILABLE, naming the lock and
-//! the directory, and changes nothing while the first lives; after kill -9 of the first it
-//! takes the directory over, and a CreateVolume retried with the same name returns the volume
-//! the first made, with no duplicate in the state. Needs root (the rig's cleanup).
+//! 2-replica install). The second is a standby: it passes its controller calls to the first
+//! (the holder of the directory's lock) through DIR/controller.sock, so a CreateVolume through
+//! it is the first's volume, made once; when the holder cannot be reached it answers
+//! UNAVAILABLE, naming the lock and the directory, and changes nothing. After kill -9 of the
+//! first it takes the directory over: a CreateVolume retried with the same name returns the
+//! volume the first made, with no duplicate in the state, and a third replica is its standby.
+//! Needs root (the rig's cleanup).
 
 mod local_rig;
 
@@ -110,16 +113,17 @@ fn read(log: &Path) -> String {
     std::fs::read_to_string(log).unwrap_or_default()
 }
 
-/// Every file under the state directory but the lock, with its bytes.
+/// Every regular file under the state directory but the lock, with its bytes.
 fn state_files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut out = BTreeMap::new();
     let mut todo = vec![dir.to_path_buf()];
     while let Some(d) = todo.pop() {
         for e in std::fs::read_dir(&d).unwrap().flatten() {
             let p = e.path();
-            if p.is_dir() {
+            let t = e.file_type().unwrap();
+            if t.is_dir() {
                 todo.push(p);
-            } else if p.file_name().is_some_and(|n| n != ".lock") {
+            } else if t.is_file() && p.file_name().is_some_and(|n| n != ".lock") {
                 out.insert(p.clone(), std::fs::read(&p).unwrap());
             }
         }
@@ -145,10 +149,23 @@ async fn a_standby_waits_for_the_lock_then_takes_over_after_kill_9() {
     let v = first.create("pvc-failover").await.unwrap();
 
     let second = Replica::start(&rig, "second").await;
+    assert!(second.log().contains("standby"), "{}", second.log());
+    // While the first lives, the second's calls are the first's: the same name is the same
+    // volume, and nothing is made twice.
+    let through = second.create("pvc-failover").await.unwrap();
+    assert_eq!(through.volume_id, v.volume_id);
+    assert_eq!(
+        second.list().await.unwrap(),
+        std::slice::from_ref(&v.volume_id)
+    );
+
+    // A standby that cannot reach the holder (its socket gone; the second keeps the connection
+    // it has): what needs the backend is UNAVAILABLE, saying which lock and directory it
+    // waits for, and changes nothing; what the sidecars ask at startup still answers.
+    std::fs::remove_file(state.join("controller.sock")).unwrap();
+    let blind = Replica::start(&rig, "blind").await;
     let before = state_files(&state);
-    // While the first lives: what the sidecars ask at startup answers, everything that needs
-    // the backend is UNAVAILABLE, saying which lock and directory it waits for.
-    let c = &second.client;
+    let c = &blind.client;
     let caps = c
         .controller()
         .controller_get_capabilities(c.req(pb::ControllerGetCapabilitiesRequest {}))
@@ -157,16 +174,16 @@ async fn a_standby_waits_for_the_lock_then_takes_over_after_kill_9() {
         .into_inner();
     assert!(!caps.capabilities.is_empty());
     assert_waits(
-        &second.create("pvc-failover").await.unwrap_err(),
+        &blind.create("pvc-failover").await.unwrap_err(),
         &state,
         "create",
     );
     assert_waits(
-        &second.create("pvc-other").await.unwrap_err(),
+        &blind.create("pvc-other").await.unwrap_err(),
         &state,
         "create",
     );
-    assert_waits(&second.list().await.unwrap_err(), &state, "list");
+    assert_waits(&blind.list().await.unwrap_err(), &state, "list");
     let del = c
         .controller()
         .delete_volume(c.req(pb::DeleteVolumeRequest {
@@ -181,22 +198,12 @@ async fn a_standby_waits_for_the_lock_then_takes_over_after_kill_9() {
         first.list().await.unwrap(),
         std::slice::from_ref(&v.volume_id)
     );
-    assert!(second.log().contains("standby"), "{}", second.log());
 
     first.kill9();
-    // The kernel drops the dead process's lock; the standby takes the directory over. The
-    // retry of the same CreateVolume (what the provisioner does) gets the first's volume.
-    let until = Instant::now() + Duration::from_secs(60);
-    let again = loop {
-        match second.create("pvc-failover").await {
-            Ok(got) => break got,
-            Err(s) if s.code() == Code::Unavailable => {
-                assert!(Instant::now() < until, "no takeover:\n{}", second.log());
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            Err(s) => panic!("{s:?}\n{}", second.log()),
-        }
-    };
+    // The kernel drops the dead process's lock; one standby takes the directory over, the
+    // other passes its calls to it. The retry of the same CreateVolume (what the provisioner
+    // does) gets the first's volume, through either.
+    let again = retry(&second, "pvc-failover").await;
     assert_eq!(again.volume_id, v.volume_id);
     assert_eq!(again.capacity_bytes, v.capacity_bytes);
     assert_eq!(
@@ -210,21 +217,31 @@ async fn a_standby_waits_for_the_lock_then_takes_over_after_kill_9() {
         .filter(|n| n.ends_with(".json"))
         .collect();
     assert_eq!(records.len(), 1, "one volume record: {records:?}");
-    assert!(second
-        .log()
-        .contains("took the local backend's state dir over"));
+    let took = [&second, &blind]
+        .into_iter()
+        .filter(|r| r.log().contains("took the local backend's state dir over"))
+        .count();
+    assert_eq!(took, 1, "one takes over");
 
-    // It is the backend now: a new volume, and a third replica is its standby.
-    let w = second.create("pvc-after").await.unwrap();
-    let third = Replica::start(&rig, "third").await;
-    assert_waits(
-        &third.create("pvc-third").await.unwrap_err(),
-        &state,
-        "third",
-    );
+    let w = retry(&blind, "pvc-after").await;
     let mut ids = second.list().await.unwrap();
     ids.sort();
     let mut want = vec![v.volume_id, w.volume_id];
     want.sort();
     assert_eq!(ids, want);
+}
+
+/// CreateVolume through `r` until it is not UNAVAILABLE (a takeover in progress).
+async fn retry(r: &Replica, name: &str) -> pb::Volume {
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        match r.create(name).await {
+            Ok(got) => return got,
+            Err(s) if s.code() == Code::Unavailable => {
+                assert!(Instant::now() < until, "no takeover: {s:?}\n{}", r.log());
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(s) => panic!("{s:?}\n{}", r.log()),
+        }
+    }
 }

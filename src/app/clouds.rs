@@ -7,8 +7,9 @@ use std::time::Duration;
 use super::error::AppError;
 use super::local_node::local_node_id;
 use super::plan::Plan;
+use super::standby::LocalStandby;
 use crate::cli::{Backend, ServeArgs};
-use crate::cloud::local::{LocalOptions, StandbyCloud, Takeover};
+use crate::cloud::local::{LocalOptions, StandbyCloud};
 use crate::cloud::openstack::{ApiMetrics, ApiObserver, OpenStack, OpenStackOptions, ProxyOptions};
 use crate::cloud::{Cloud, Clouds, Op};
 use crate::config::{BlockStorageConfig, GlobalConfig};
@@ -82,12 +83,12 @@ pub async fn build_clouds(
 }
 
 /// [`build_clouds`], with the OpenStack adapters (none for the local backend) for the
-/// credential reloader, and on the local backend its [`Takeover`].
+/// credential reloader, and on the local backend its [`LocalStandby`].
 pub(super) async fn controller_clouds(
     args: &ServeArgs,
     plan: &Plan,
     metrics: &Arc<Metrics>,
-) -> Result<(Clouds, Vec<Arc<OpenStack>>, Option<Takeover>), AppError> {
+) -> Result<(Clouds, Vec<Arc<OpenStack>>, Option<LocalStandby>), AppError> {
     match args.backend {
         Backend::Local => {
             let dir = args
@@ -104,8 +105,9 @@ pub(super) async fn controller_clouds(
             })
             .await
             .map_err(|e| AppError::Runtime(format!("local backend: {e}")))?;
-            let clouds = Clouds::new([Cloud::new("", Arc::new(local))]);
-            Ok((clouds, Vec::new(), Some(takeover)))
+            let cloud = Arc::new(local);
+            let clouds = Clouds::new([Cloud::new("", cloud.clone())]);
+            Ok((clouds, Vec::new(), Some(LocalStandby { cloud, takeover })))
         }
         Backend::Openstack => {
             let (adapters, _) = openstack_adapters(plan, metrics).await?;

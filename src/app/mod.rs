@@ -11,6 +11,7 @@ mod options;
 mod plan;
 mod reload;
 mod run;
+mod standby;
 #[cfg(test)]
 mod tests;
 

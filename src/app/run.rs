@@ -11,7 +11,6 @@ use super::local_node::{local_node_id, local_node_zone};
 use super::options::{by_id_dir, controller_options};
 use super::plan::plan;
 use crate::cli::{Backend, ServeArgs};
-use crate::cloud::local::Takeover;
 use crate::config::CloudConfig;
 use crate::csi::controller::ControllerService;
 use crate::csi::group_controller::GroupControllerService;
@@ -52,10 +51,10 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     let mut health: Vec<Arc<dyn Readiness>> = Vec::new();
     let mut readiness: Vec<Arc<dyn Readiness>> = Vec::new();
     // Built before anything binds: a bad backend or config exits 64 first.
-    let mut takeover = None;
+    let mut local = None;
     let controller = if plan.controller {
-        let (clouds, adapters, local) = controller_clouds(&args, &plan, &metrics).await?;
-        takeover = local;
+        let (clouds, adapters, standby) = controller_clouds(&args, &plan, &metrics).await?;
+        local = standby;
         // Rotated credentials (the Secret updated in place) are taken without a restart.
         super::reload::Reloader::new(args.cloud_config.clone(), args.cloud_name.clone(), adapters)
             .spawn();
@@ -144,21 +143,32 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
         let rpcs = rpcs.clone();
         move || rpcs.served()
     });
-    let router = Server::builder()
+    let mut router = Server::builder()
         .layer(RpcSpanLayer::new(metrics, rpcs.clone()))
-        .add_service(IdentityServer::new(identity))
-        .add_optional_service(controller)
-        .add_optional_service(group_controller)
-        .add_optional_service(node_service);
-    // A standby that took the local backend's DIR over but could not open it stops serving
-    // and exits as a failed start does (it holds the lock no more).
+        .add_service(IdentityServer::new(identity));
+    // Two controllers on one local DIR: a standby's calls go to the holder (app/standby.rs).
+    let mut standby = None;
+    router = match (&local, controller, group_controller) {
+        (Some(l), Some(c), Some(g)) => {
+            standby = Some((c.clone(), g.clone()));
+            router.add_service(l.route(c)).add_service(l.route(g))
+        }
+        (_, c, g) => router.add_optional_service(c).add_optional_service(g),
+    };
+    let router = router.add_optional_service(node_service);
     let failed = Arc::new(std::sync::Mutex::new(None));
     let shutdown = {
         let failed = failed.clone();
+        let holder = async move {
+            match (local, standby) {
+                (Some(l), Some((c, g))) => l.serve_standbys(c, g).await,
+                _ => std::future::pending().await,
+            }
+        };
         async move {
             tokio::select! {
                 () = server::shutdown_signal() => {}
-                e = takeover_failure(takeover) => *failed.lock().unwrap() = Some(e),
+                e = holder => *failed.lock().unwrap() = Some(e),
             }
         }
     };
@@ -173,18 +183,6 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     .map_err(AppError::Runtime)?;
     let failure = failed.lock().unwrap().take();
     failure.map_or(Ok(()), |e| Err(AppError::Runtime(e)))
-}
-
-/// Resolves only if the local backend's takeover failed, with why.
-async fn takeover_failure(takeover: Option<Takeover>) -> String {
-    match takeover {
-        Some(t) => match t.await {
-            Ok(Ok(())) => std::future::pending().await,
-            Ok(Err(e)) => format!("local backend: took the state dir over but: {e}"),
-            Err(_) => "local backend: the standby's thread ended without a result".to_string(),
-        },
-        None => std::future::pending().await,
-    }
 }
 
 /// The node core on the Linux host, disks looked up under [`by_id_dir`].

@@ -3,6 +3,7 @@
 
 mod authority;
 mod endpoint;
+mod forward;
 mod serve;
 mod span;
 #[cfg(test)]
@@ -11,6 +12,7 @@ mod tracker;
 
 pub use authority::AuthorityFix;
 pub use endpoint::{bind_unix, prepare_socket_path, Endpoint, Listener, SOCKET_MODE};
+pub use forward::Forward;
 pub use serve::{serve, shutdown_signal};
 pub use span::{RpcSpan, RpcSpanLayer};
 pub use tracker::RpcTracker;

@@ -3,11 +3,11 @@
 //! for that lock on a thread of its own and, meanwhile, answers every cloud call with
 //! `Unavailable` naming the lock and DIR, changing nothing. When the owner dies the kernel
 //! drops its lock; the standby takes it, loads and reconciles the state like a fresh start,
-//! and from then on is the backend. Which replica's sidecars call is the sidecars' leader
-//! election; this only keeps the two processes from both owning DIR.
+//! and from then on is the backend. Meanwhile the app passes the standby's controller calls
+//! to the holder over gRPC (app/standby.rs): this adapter is what answers when it cannot.
 
 use std::fs::File;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
@@ -85,15 +85,30 @@ impl StandbyCloud {
         Ok((me, rx))
     }
 
+    /// Whether this process holds DIR (is the backend, not its standby).
+    pub fn holds(&self) -> bool {
+        self.opened.get().is_some()
+    }
+
+    /// The canonical state directory.
+    pub fn dir(&self) -> &Path {
+        &self.root
+    }
+
+    /// What a standby waits for, for callers that say so.
+    pub fn waiting_for(&self) -> String {
+        format!(
+            "standby controller: waiting for the lock {} on the local backend's state dir {}, \
+             held by another cinder-csi process; this one serves once that process exits",
+            self.lock.display(),
+            self.root.display()
+        )
+    }
+
     /// The backend, once this process holds DIR.
     fn backend(&self) -> CloudResult<&LocalCloud> {
         self.opened.get().ok_or_else(|| CloudError::Unavailable {
-            message: format!(
-                "standby controller: waiting for the lock {} on the local backend's state dir {}, \
-                 held by another cinder-csi process; this one serves once that process exits",
-                self.lock.display(),
-                self.root.display()
-            ),
+            message: self.waiting_for(),
             request_id: Default::default(),
         })
     }
