@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Series recorded by the cluster stage's real Prometheus, as a `promtool test rules` case: every
 series of the plugins' jobs (`up` included) over the recording window, one sample per STEP as
-the server's query_range gives them (a target that went away has no samples from then on), then
+the server's query_range gives them (a target that went away is stale from then on), then
 the driver left alone for EXTEND: a counter or gauge that was there at the end holds its last
 value (an idle plugin exports the same numbers), a series that had gone stays gone. The rules
 are the chart's as the API server holds them, without annotations (their text is
@@ -60,9 +60,12 @@ def main():
     inputs = []
     for s in result:
         at = {int(round((float(t) - start) / step)): v for t, v in s["values"]}
-        values = [fmt(at[i]) if i in at else "_" for i in range(steps)]
+        # A series the server stops returning went stale there (its target gone: Prometheus
+        # writes a staleness marker). Written as a gap, promtool would keep its last sample for
+        # the 5 min lookback, and absent(up == 1) would turn true 5 min late.
+        values = [fmt(at[i]) if i in at else "stale" if i - 1 in at else "_" for i in range(steps)]
         held = values[-1]
-        values += [held] * extra if held != "_" else ["_"] * extra
+        values += [held] * extra if held not in ("_", "stale") else ["_"] * extra
         inputs.append({"series": series_name(s["metric"]), "values": " ".join(values)})
     doc = yaml.safe_load(open(rules))
     for g in doc["groups"]:
