@@ -6,8 +6,9 @@
 # tests that exist (tests/k8s/lifecycle*, group-snapshots.sh, mkfs-options.sh, e2e.sh), the
 # alerts tested on the series Prometheus recorded (tests/monitoring/cluster.sh finish), then
 # (local backend) tests/k8s/multinode.sh on a 3-node cluster (`up --nodes 3`) and
-# group-snapshots.sh again on a cluster over the test cloud, and down in a trap whatever
-# happens; then checks that down left nothing.
+# group-snapshots.sh again on a cluster over the test cloud, whose controller runs in a
+# namespace enforcing Pod Security `restricted`; down in a trap whatever happens; then checks
+# that down left nothing.
 # Knobs: K8S_STAGE_BACKEND (local|openstack, default local; openstack brings the test cloud up
 # unless it is, and down again), CINDER_CSI_SKIP_K8S=1 skips,
 # K8S_UP_TIMEOUT_S bounds `up` (default 1500 s: a cold build of the components is in it).

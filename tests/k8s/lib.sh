@@ -15,7 +15,9 @@ k8s_env() {
     fi
 }
 k8s_env
-K8S_DRIVER_NS=${CINDER_CSI_K8S_NAMESPACE:-kube-system}
+# The release's namespace: as tests/k8s/cluster recorded it (kube-system, or cinder-csi on the
+# test cloud's backend).
+K8S_DRIVER_NS=${CINDER_CSI_K8S_NAMESPACE:-$(cat "${K8S_STATE:-${CINDER_CSI_K8S_STATE:-/var/tmp/cinder-csi-k8s}}/namespace" 2>/dev/null || echo kube-system)}
 # The e2e suite's busybox (tests/k8s/cluster builds and imports it; nothing is pulled).
 BUSYBOX_IMAGE=${BUSYBOX_IMAGE:-registry.k8s.io/e2e-test-images/busybox:1.37.0-1}
 RECORDED_PVS=()

@@ -174,17 +174,27 @@ EOF
 
 # Values for the test cloud, from its env.sh (run in a subshell that sourced it): its
 # cloud.conf as the Secret, node-1 of the test hypervisor as this node (its by-id directory and
-# metadata URL). The cloud listens on 127.0.0.1 only, so the controller has to run on the host
-# network (controller.hostNetwork).
+# metadata URL). With the cloud reachable from pods (lib/cloudnet.sh) the cloud.conf takes
+# Keystone at the pod bridge's gateway and the catalog's internal endpoints, and the
+# controller runs on the pod network; else (several nodes) on the host network, as the cloud
+# listens on 127.0.0.1 only.
 openstack_values() {
     [[ -f ${OSTACK_CLOUD_CONF:-} ]] || die "the test cloud's env.sh names no cloud.conf (OSTACK_CLOUD_CONF)"
+    local conf host_net=true
+    conf=$(cat "$OSTACK_CLOUD_CONF")
+    if [[ -f $state/cloud-dnat ]]; then
+        host_net=false
+        [[ $OS_AUTH_URL == http://127.0.0.1:* ]] || die "the test cloud's Keystone is not on 127.0.0.1: $OS_AUTH_URL"
+        conf=$(sed -e "s#^auth-url *=.*#auth-url = http://$(cloud_gateway):${OS_AUTH_URL#http://127.0.0.1:}#" \
+            -e 's/^\[Global\]$/[Global]\nos-endpoint-type = internal/' <<<"$conf")
+    fi
     cat <<EOF
 secret:
   enabled: true
   create: true
   data:
     cloud.conf: |
-$(sed 's/^/      /' "$OSTACK_CLOUD_CONF")
+$(sed 's/^/      /' <<<"$conf")
 node:
   kubeletDir: $kubelet_dir
   extraArgs:
@@ -196,6 +206,6 @@ node:
   extraVolumes: [{name: by-id, hostPath: {path: $OSTACK_NODE_1_BY_ID_DIR, type: Directory}}]
   extraVolumeMounts: [{name: by-id, mountPath: $OSTACK_NODE_1_BY_ID_DIR}]
 controller:
-  hostNetwork: true
+  hostNetwork: $host_net
 EOF
 }

@@ -38,6 +38,7 @@ down() {
     local t0=$SECONDS crictl="" p m l c ns nodes
     [[ -d $state ]] || { log "down: nothing in $state"; leak_report; return; }
     set +e
+    cloud_net_undo
     nodes=$(cat "$state/nodes.count" 2>/dev/null || echo 1)
     # 0. The worker nodes of a multi-node cluster: kubelets, pod sandboxes, kube-proxies,
     #    containerds (lib/nodes.sh); the steps below then find nothing of theirs running.
