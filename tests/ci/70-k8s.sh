@@ -6,9 +6,9 @@
 # tests that exist (tests/k8s/lifecycle*, group-snapshots.sh, mkfs-options.sh, e2e.sh), the
 # alerts tested on the series Prometheus recorded (tests/monitoring/cluster.sh finish), then
 # (local backend) tests/k8s/multinode.sh on a 3-node cluster (`up --nodes 3`) and
-# group-snapshots.sh again on a cluster over the test cloud, whose controller runs in a
-# namespace enforcing Pod Security `restricted`; down in a trap whatever happens; then checks
-# that down left nothing.
+# group-snapshots.sh again and the credential rotation (rotation.sh) on a cluster over the test
+# cloud, whose controller runs in a namespace enforcing Pod Security `restricted`; down in a
+# trap whatever happens; then checks that down left nothing.
 # Knobs: K8S_STAGE_BACKEND (local|openstack, default local; openstack brings the test cloud up
 # unless it is, and down again), CINDER_CSI_SKIP_K8S=1 skips,
 # K8S_UP_TIMEOUT_S bounds `up` (default 1500 s: a cold build of the components is in it).
@@ -141,6 +141,15 @@ fi
 phase "tests/k8s/mkfs-options.sh"
 K8S_BACKEND=$backend timeout 600 tests/k8s/mkfs-options.sh
 ran=$((ran + 1))
+# Credentials rotated in the chart's Secret while the cluster runs (test cloud only; on the
+# local backend it runs on the test cloud's cluster below). Bounded: four claims across three
+# swaps of the mounted Secret, each taken by the driver in seconds (97 s in all, measured).
+rotation() {
+    phase "tests/k8s/rotation.sh"
+    timeout 600 tests/k8s/rotation.sh
+    ran=$((ran + 1))
+}
+if [[ $backend == openstack ]]; then rotation; fi
 if [[ -x tests/k8s/e2e.sh ]]; then
     phase "tests/k8s/e2e.sh"
     tests/k8s/e2e.sh
@@ -197,5 +206,6 @@ if [[ $backend == local ]]; then
     phase "tests/k8s/group-snapshots.sh (openstack backend)"
     K8S_BACKEND=openstack tests/k8s/group-snapshots.sh
     ran=$((ran + 1))
+    rotation
 fi
 ((ran)) || echo "70-k8s: no Kubernetes test in tests/k8s yet; the cluster came up with the driver ready"
