@@ -1,20 +1,21 @@
 use std::process::ExitCode;
 
+use cinder_csi::app::cli::{LogFormat, Mode, ServeArgs};
+use cinder_csi::app::telemetry::fatal_line;
 use cinder_csi::app::{self, AppError};
-use cinder_csi::cli::{Command, LogFormat, Mode, ServeArgs};
-use cinder_csi::telemetry::fatal_line;
+use cinder_csi::tools::cli::Command;
 
 /// Async worker threads of a node-only process, at most (fewer on fewer CPUs).
 const NODE_WORKERS: usize = 2;
 
 fn main() -> ExitCode {
     // Upstream manifests pass `/bin/cinder-csi-plugin` as the first argument.
-    let argv = cinder_csi::cli::normalize_argv(std::env::args_os());
-    let cli = match cinder_csi::cli::parse_from(&argv) {
+    let argv = cinder_csi::app::cli::normalize_argv(std::env::args_os());
+    let cli = match cinder_csi::tools::cli::parse_from(&argv) {
         Ok(cli) => cli,
         Err(e) if e.use_stderr() => {
             let env = std::env::var("CINDER_CSI_LOG_FORMAT").ok();
-            match cinder_csi::cli::log_format_hint(&argv, env.as_deref()) {
+            match cinder_csi::app::cli::log_format_hint(&argv, env.as_deref()) {
                 LogFormat::Text => {
                     let _ = e.print();
                 }
@@ -30,9 +31,9 @@ fn main() -> ExitCode {
     match cli.command {
         None => serve(cli.serve),
         Some(Command::Serve(args)) => serve(*args),
-        Some(Command::Ctl(args)) => client(cinder_csi::ctl::run(*args)),
-        Some(Command::Demo(args)) => client(cinder_csi::demo::run(args)),
-        Some(Command::Doctor(args)) => client(cinder_csi::doctor::run(*args)),
+        Some(Command::Ctl(args)) => client(cinder_csi::tools::ctl::run(*args)),
+        Some(Command::Demo(args)) => client(cinder_csi::tools::demo::run(args)),
+        Some(Command::Doctor(args)) => client(cinder_csi::tools::doctor::run(*args)),
     }
 }
 
@@ -54,12 +55,12 @@ fn client(fut: impl std::future::Future<Output = u8>) -> ExitCode {
 
 fn serve(args: ServeArgs) -> ExitCode {
     let format = args.log_format;
-    if let Err(e) = cinder_csi::telemetry::init(format, &args.effective_log_level()) {
+    if let Err(e) = cinder_csi::app::telemetry::init(format, &args.effective_log_level()) {
         eprintln!("{}", fatal_line(format, &e, 64));
         return ExitCode::from(64);
     }
     // Before the runtime starts its threads: arenas are made as threads first contend.
-    cinder_csi::memory::limit_arenas();
+    cinder_csi::app::memory::limit_arenas();
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.enable_all().thread_name("cinder-csi");
     // TOKIO_WORKER_THREADS, when set, still decides (tokio reads it when none is given).

@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use cinder_csi::cloud::fake::FakeCloud;
 use cinder_csi::cloud::Clouds;
-use cinder_csi::csi::controller::{ControllerService, CAPABILITIES};
-use cinder_csi::csi::pb;
-use cinder_csi::csi::pb::controller_client::ControllerClient;
-use cinder_csi::csi::pb::controller_server::ControllerServer;
 use cinder_csi::driver::controller::{Controller, ControllerOptions};
+use cinder_csi::server::csi::controller::{ControllerService, CAPABILITIES};
+use cinder_csi::server::csi::pb;
+use cinder_csi::server::csi::pb::controller_client::ControllerClient;
+use cinder_csi::server::csi::pb::controller_server::ControllerServer;
 use hyper_util::rt::TokioIo;
 use tonic::transport::{Channel, Endpoint, Server, Uri};
 use tonic::{Code, Request};

@@ -89,7 +89,7 @@ async fn backend() -> Backend {
 }
 
 fn client(timeout: Duration) -> reqwest::Client {
-    cinder_csi::tls::install_provider();
+    cinder_csi::net::tls::install_provider();
     reqwest::Client::builder()
         .no_proxy()
         .timeout(timeout)

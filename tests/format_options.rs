@@ -5,11 +5,11 @@ mod local_rig;
 
 use std::collections::HashMap;
 
-use cinder_csi::csi::pb;
+use cinder_csi::server::csi::pb;
 use local_rig::*;
 
 async fn create_with(
-    c: &cinder_csi::ctl::Client,
+    c: &cinder_csi::tools::ctl::Client,
     name: &str,
     params: &[(&str, &str)],
 ) -> pb::Volume {

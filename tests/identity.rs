@@ -2,9 +2,11 @@
 
 mod common;
 
-use cinder_csi::csi::pb::identity_client::IdentityClient;
-use cinder_csi::csi::pb::plugin_capability::{self, service};
-use cinder_csi::csi::pb::{GetPluginCapabilitiesRequest, GetPluginInfoRequest, ProbeRequest};
+use cinder_csi::server::csi::pb::identity_client::IdentityClient;
+use cinder_csi::server::csi::pb::plugin_capability::{self, service};
+use cinder_csi::server::csi::pb::{
+    GetPluginCapabilitiesRequest, GetPluginInfoRequest, ProbeRequest,
+};
 use common::{http_get, DieWithParent, Driver};
 
 fn node_args(dir: &std::path::Path) -> Vec<String> {
@@ -22,7 +24,7 @@ fn node_args(dir: &std::path::Path) -> Vec<String> {
     ]
 }
 
-fn services(caps: &[cinder_csi::csi::pb::PluginCapability]) -> Vec<service::Type> {
+fn services(caps: &[cinder_csi::server::csi::pb::PluginCapability]) -> Vec<service::Type> {
     caps.iter()
         .filter_map(|c| match &c.r#type {
             Some(plugin_capability::Type::Service(s)) => service::Type::try_from(s.r#type).ok(),
@@ -230,8 +232,8 @@ async fn probe_is_ok_and_fast_while_the_cloud_is_down() {
 /// third slash, `-v=2`, `--pvc-annotations`, and `NODE_ID` set to the Kubernetes node name.
 #[tokio::test]
 async fn upstream_manifest_invocation_works_and_warns() {
-    use cinder_csi::csi::pb::node_client::NodeClient;
-    use cinder_csi::csi::pb::NodeGetInfoRequest;
+    use cinder_csi::server::csi::pb::node_client::NodeClient;
+    use cinder_csi::server::csi::pb::NodeGetInfoRequest;
     use std::process::{Command, Stdio};
 
     let tmp = tempfile::tempdir().unwrap();

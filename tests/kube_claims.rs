@@ -8,7 +8,7 @@ mod kube_api_support;
 
 use std::path::Path;
 
-use cinder_csi::kube::{ApiAccess, ApiClaims, ClaimReader, KubeError};
+use cinder_csi::net::kube::{ApiAccess, ApiClaims, ClaimReader, KubeError};
 use kube_api_support::KubeApi;
 
 fn claims(access: ApiAccess) -> ApiClaims {

@@ -1,5 +1,6 @@
 //! The architecture as a test: dependencies point down only.
-//! - No gRPC/protobuf types below `csi/` (driver, cloud, host, metadata, config).
+//! - src/ is the rooms of layering/rooms.rs, each using only rooms on lower floors.
+//! - No gRPC/protobuf types below `server/csi/` (driver, cloud, host, net, config).
 //! - The driver core uses no HTTP client or syscall crates (those live in adapters).
 //! - Adapters never see proto types.
 //! - config/ uses nothing else of the crate: adapters and the core take its section structs.
@@ -18,6 +19,8 @@ mod items;
 mod modules;
 #[path = "layering/resolve.rs"]
 mod resolve;
+#[path = "layering/rooms.rs"]
+mod rooms;
 #[path = "layering/size.rs"]
 mod size;
 #[path = "layering/uses.rs"]
@@ -66,15 +69,15 @@ const GRPC: &[&str] = &[
     "tonic::",
     "prost::",
     "prost_types::",
-    "crate::csi",
+    "crate::server",
     "csi::pb",
     "super::pb",
 ];
 
 #[test]
-fn no_grpc_below_csi() {
+fn no_grpc_below_server_csi() {
     let mut all = Vec::new();
-    for dir in ["driver", "cloud", "host", "metadata", "config"] {
+    for dir in ["driver", "cloud", "host", "net", "config"] {
         all.extend(violations(dir, GRPC));
     }
     assert!(all.is_empty(), "layering violations:\n{}", all.join("\n"));
@@ -103,10 +106,15 @@ fn driver_core_has_no_io_crates() {
 #[test]
 fn ports_do_not_depend_on_the_core() {
     let mut all = Vec::new();
-    for dir in ["cloud", "host", "metadata", "config"] {
+    for dir in ["cloud", "host", "net", "config"] {
         all.extend(violations(
             dir,
-            &["crate::driver", "crate::app", "crate::server"],
+            &[
+                "crate::driver",
+                "crate::app",
+                "crate::server",
+                "crate::tools",
+            ],
         ));
     }
     assert!(
@@ -153,8 +161,8 @@ fn the_check_itself_sees_the_tree() {
     assert!(tree.unreached.is_empty(), "unreached: {:?}", tree.unreached);
     assert_eq!(tree.files.len(), sources.len());
     assert!(
-        !violations("csi", &["tonic::"]).is_empty(),
-        "csi/ uses tonic, so the scan must see it"
+        !violations("server/csi", &["tonic::"]).is_empty(),
+        "server/csi/ uses tonic, so the scan must see it"
     );
 }
 
@@ -238,6 +246,88 @@ fn import_pairs_of_a_known_tree() {
             "x.rs <-> y.rs: x.rs uses G; y.rs uses f",
         ]
     );
+}
+
+#[test]
+fn src_is_a_few_rooms() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut top: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if e.path().is_dir() {
+                format!("{name}/")
+            } else {
+                name
+            }
+        })
+        .collect();
+    top.sort();
+    let problems = rooms::entries(&top);
+    assert!(
+        problems.is_empty(),
+        "src/ holds {} entries, not the rooms of tests/layering/rooms.rs:\n{}",
+        top.len(),
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn rooms_point_down() {
+    let tree = modules::Tree::parse(&src_sources(), "cinder_csi").unwrap();
+    let uses = uses::file_uses(&tree);
+    // The check sees uses across rooms (the core uses the cloud port), so it can fail.
+    assert!(uses
+        .keys()
+        .any(|(a, b)| a.starts_with("driver/") && b.starts_with("cloud/")));
+    let arrows = rooms::arrows(&uses);
+    assert!(
+        arrows.is_empty(),
+        "{} uses under src/ do not point to a lower floor:\n{}",
+        arrows.len(),
+        arrows.join("\n")
+    );
+}
+
+/// A small crate with known arrows, so the two checks above can fail.
+#[test]
+fn rooms_of_a_known_tree() {
+    let files = [
+        ("lib.rs", "pub mod config; pub mod cloud; pub mod host; pub mod driver; pub mod tools; mod stray;"),
+        ("config/mod.rs", "mod up; pub struct C;"),
+        // Up: config/ is the lowest floor.
+        ("config/up.rs", "pub fn u() { crate::driver::d(); }"),
+        // The same floor: cloud/ and host/ do not use each other.
+        ("cloud/mod.rs", "pub struct V(pub crate::config::C); pub fn h() { crate::host::f() }"),
+        ("host/mod.rs", "pub fn f() {}"),
+        // Down: fine.
+        ("driver/mod.rs", "pub fn d() -> crate::cloud::V { crate::cloud::V(crate::config::C) }"),
+        ("tools/mod.rs", "pub fn t() { crate::driver::d() }"),
+        ("stray.rs", "pub fn s() -> crate::config::C { crate::config::C }"),
+        // The binary may use any room.
+        ("main.rs", "fn main() { demo::tools::t() }"),
+    ];
+    let sources = files
+        .iter()
+        .map(|(f, t)| (f.to_string(), t.to_string()))
+        .collect();
+    let tree = modules::Tree::parse(&sources, "demo").unwrap();
+    assert_eq!(
+        rooms::arrows(&uses::file_uses(&tree)),
+        [
+            "cloud/mod.rs -> host/mod.rs: cloud/ uses host/, the same floor (f)",
+            "config/up.rs -> driver/mod.rs: config/ uses driver/, up (d)",
+            "stray.rs -> config/mod.rs: a file in no room (C)",
+        ]
+    );
+    let top = ["cloud/", "config/", "lib.rs", "misc.rs"].map(String::from);
+    let problems = rooms::entries(&top);
+    assert_eq!(
+        problems[0],
+        "misc.rs: not a room of src/ (move it into one)"
+    );
+    assert!(problems.contains(&"tools/: a room that does not exist".to_string()));
 }
 
 /// Lines of non-test code a file under src/ may have (DESIGN rule 13; see layering/size.rs).

@@ -4,8 +4,8 @@
 
 mod local_rig;
 
-use cinder_csi::csi::pb;
-use cinder_csi::csi::pb::volume_content_source::{SnapshotSource, Type, VolumeSource};
+use cinder_csi::server::csi::pb;
+use cinder_csi::server::csi::pb::volume_content_source::{SnapshotSource, Type, VolumeSource};
 use local_rig::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

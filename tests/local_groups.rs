@@ -19,8 +19,8 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use cinder_csi::csi::pb;
-use cinder_csi::csi::pb::volume_content_source::{SnapshotSource, Type};
+use cinder_csi::server::csi::pb;
+use cinder_csi::server::csi::pb::volume_content_source::{SnapshotSource, Type};
 use local_rig::*;
 use seq_writer::{numbers, Writer};
 use tonic::Code;
@@ -28,7 +28,7 @@ use tonic::Code;
 const FILESYSTEMS: [&str; 3] = ["xfs", "ext4", "btrfs"];
 
 async fn create_group(
-    c: &cinder_csi::ctl::Client,
+    c: &cinder_csi::tools::ctl::Client,
     name: &str,
     volumes: &[&str],
 ) -> Result<pb::VolumeGroupSnapshot, tonic::Status> {

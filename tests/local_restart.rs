@@ -4,7 +4,7 @@
 
 mod local_rig;
 
-use cinder_csi::csi::pb;
+use cinder_csi::server::csi::pb;
 use local_rig::*;
 
 const FS: &str = "xfs";

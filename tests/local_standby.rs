@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cinder_csi::csi::pb;
-use cinder_csi::ctl::Client;
+use cinder_csi::server::csi::pb;
+use cinder_csi::tools::ctl::Client;
 use local_rig::*;
 use tonic::Code;
 

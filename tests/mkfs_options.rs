@@ -10,11 +10,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use cinder_csi::csi::pb;
+use cinder_csi::server::csi::pb;
 use local_rig::*;
 
 async fn create_with(
-    c: &cinder_csi::ctl::Client,
+    c: &cinder_csi::tools::ctl::Client,
     name: &str,
     fs: &str,
     mkfs_options: &str,
@@ -76,7 +76,7 @@ fn discarded_sectors(device: &Path) -> u64 {
 /// counters outlive a loop device's earlier uses, so this is a difference).
 async fn stage_counting_discards(
     rig: &Rig,
-    c: &cinder_csi::ctl::Client,
+    c: &cinder_csi::tools::ctl::Client,
     p: &InPod,
     fs: &str,
 ) -> u64 {

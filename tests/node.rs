@@ -14,9 +14,9 @@ use blockdev::{
     block_cap, is_mounted, mount_cap, mount_cap_as, publish_req, run, stage_req, unpublish_req,
     unstage_req, NodeEnv,
 };
-use cinder_csi::csi::pb::node_client::NodeClient;
-use cinder_csi::csi::pb::volume_capability::access_mode::Mode;
-use cinder_csi::csi::pb::*;
+use cinder_csi::server::csi::pb::node_client::NodeClient;
+use cinder_csi::server::csi::pb::volume_capability::access_mode::Mode;
+use cinder_csi::server::csi::pb::*;
 use tonic::transport::Channel;
 use tonic::Code;
 

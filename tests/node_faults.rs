@@ -20,9 +20,9 @@ use blockdev::{
     unpublish_req, unstage_req, Loop, NodeEnv,
 };
 use cinder_csi::cloud::local::loopdev;
-use cinder_csi::csi::pb::node_client::NodeClient;
-use cinder_csi::csi::pb::volume_capability::access_mode::Mode;
-use cinder_csi::csi::pb::*;
+use cinder_csi::server::csi::pb::node_client::NodeClient;
+use cinder_csi::server::csi::pb::volume_capability::access_mode::Mode;
+use cinder_csi::server::csi::pb::*;
 use tonic::transport::Channel;
 
 const MIB: u64 = 1 << 20;

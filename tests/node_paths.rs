@@ -15,7 +15,7 @@ use std::sync::Arc;
 use blockdev::{
     is_mounted, mount_cap, mounts_below, publish_req, stage_req, unpublish_req, NodeEnv,
 };
-use cinder_csi::csi::pb::node_client::NodeClient;
+use cinder_csi::server::csi::pb::node_client::NodeClient;
 use tonic::transport::Channel;
 use tonic::Code;
 

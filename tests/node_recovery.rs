@@ -17,9 +17,9 @@ use blockdev::{
     is_mounted, mount_cap, mount_cap_as, mount_cap_flags, publish_req, run, stage_req,
     unpublish_req, unstage_req, NodeEnv,
 };
-use cinder_csi::csi::pb::node_client::NodeClient;
-use cinder_csi::csi::pb::volume_capability::access_mode::Mode;
-use cinder_csi::csi::pb::*;
+use cinder_csi::server::csi::pb::node_client::NodeClient;
+use cinder_csi::server::csi::pb::volume_capability::access_mode::Mode;
+use cinder_csi::server::csi::pb::*;
 use tonic::transport::Channel;
 use tonic::Code;
 

@@ -1432,6 +1432,6 @@ async fn unpublish_during_a_real_attach_in_flight_detaches() {
 
 /// A client of the test's own (rustls needs the driver's crypto provider installed first).
 fn plain_client() -> reqwest::Client {
-    cinder_csi::tls::install_provider();
+    cinder_csi::net::tls::install_provider();
     reqwest::Client::new()
 }

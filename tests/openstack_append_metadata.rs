@@ -5,7 +5,7 @@
 
 mod openstack_support;
 
-use cinder_csi::csi::pb;
+use cinder_csi::server::csi::pb;
 use openstack_support::requests::create_req;
 use openstack_support::{call, Cloud, CloudObjects, Controller, Driver, MountGuard};
 

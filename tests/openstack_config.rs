@@ -62,7 +62,9 @@ fn driver_flags_for_a_test_node_pass_startup_checks() {
         "--kubelet-dir",
         "/var/tmp/kubelet-ostack-test",
     ];
-    let args = cinder_csi::cli::Cli::try_parse_from(argv).unwrap().serve;
+    let args = cinder_csi::tools::cli::Cli::try_parse_from(argv)
+        .unwrap()
+        .serve;
     if let Err(e) = cinder_csi::app::plan(&args) {
         panic!("cinder-csi would refuse the test cloud's flags: {e}");
     }

@@ -24,7 +24,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use cinder_csi::csi::pb;
+use cinder_csi::server::csi::pb;
 use faults::{Fault, FaultProxy, Rule, When};
 use faults_cloud::{retryable, Api, Sweep};
 use openstack_support::{Cloud, Controller, Driver};

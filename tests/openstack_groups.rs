@@ -22,7 +22,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use cinder_csi::csi::pb;
+use cinder_csi::server::csi::pb;
 use openstack_support::{
     call, log_cleanup, requests, Cloud, CloudObjects, Controller, Driver, MountGuard, Node,
 };

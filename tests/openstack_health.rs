@@ -7,8 +7,8 @@ mod openstack_support;
 
 use std::time::{Duration, Instant};
 
-use cinder_csi::csi::pb::identity_client::IdentityClient;
-use cinder_csi::csi::pb::ProbeRequest;
+use cinder_csi::server::csi::pb::identity_client::IdentityClient;
+use cinder_csi::server::csi::pb::ProbeRequest;
 use common::{http_get, Driver};
 use openstack_support::Cloud;
 

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use cinder_csi::csi::pb;
+use cinder_csi::server::csi::pb;
 use openstack_support::{
     call, mounts_under, requests, Cloud, CloudObjects, Controller, Driver, Identity, MountGuard,
     Node,

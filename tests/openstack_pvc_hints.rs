@@ -12,7 +12,7 @@ mod openstack_support;
 
 use std::path::Path;
 
-use cinder_csi::csi::pb;
+use cinder_csi::server::csi::pb;
 use kube_api_support::KubeApi;
 use openstack_support::requests;
 use openstack_support::{call, Cloud, CloudObjects, Controller, Driver, MountGuard};

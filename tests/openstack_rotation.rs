@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cinder_csi::csi::pb;
+use cinder_csi::server::csi::pb;
 use openstack_support::{log_cleanup, Cloud, CloudObjects, Controller, Driver};
 use serde_json::{json, Value};
 
@@ -134,7 +134,7 @@ fn publish_secret(dir: &Path, version: u32, text: &str) {
 
 /// A Keystone token for `body` (POST /v3/auth/tokens), straight from Keystone.
 async fn token(auth_url: &str, body: Value) -> String {
-    cinder_csi::tls::install_provider();
+    cinder_csi::net::tls::install_provider();
     let r = reqwest::Client::new()
         .post(format!("{auth_url}/auth/tokens"))
         .json(&body)
@@ -152,7 +152,7 @@ async fn token(auth_url: &str, body: Value) -> String {
 
 /// Whether Keystone still validates `subject` (GET /v3/auth/tokens as the admin).
 async fn token_valid(auth_url: &str, admin: &str, subject: &str) -> bool {
-    cinder_csi::tls::install_provider();
+    cinder_csi::net::tls::install_provider();
     let r = reqwest::Client::new()
         .get(format!("{auth_url}/auth/tokens"))
         .header("x-auth-token", admin)

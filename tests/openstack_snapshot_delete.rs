@@ -10,7 +10,7 @@ mod openstack_support;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use cinder_csi::csi::pb;
+use cinder_csi::server::csi::pb;
 use openstack_support::{call, log_cleanup, Cloud, CloudObjects, Controller, Driver};
 
 const GIB: i64 = 1 << 30;

@@ -9,8 +9,8 @@ use std::net::TcpListener;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cinder_csi::csi::pb::node_client::NodeClient;
-use cinder_csi::csi::pb::NodeGetInfoRequest;
+use cinder_csi::server::csi::pb::node_client::NodeClient;
+use cinder_csi::server::csi::pb::NodeGetInfoRequest;
 use common::Driver;
 
 const INSTANCE: &str = "0b5c2b1e-7c55-4b7c-9a4a-3f3c9f1d2e11";

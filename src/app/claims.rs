@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::error::AppError;
-use crate::cli::ServeArgs;
-use crate::kube::{ApiAccess, ApiClaims, ClaimReader, Credentials};
+use crate::app::cli::ServeArgs;
+use crate::net::kube::{ApiAccess, ApiClaims, ClaimReader, Credentials};
 
 pub async fn claim_reader(args: &ServeArgs) -> Result<Arc<dyn ClaimReader>, AppError> {
     let kubeconfig = args.upstream.kubeconfig.clone().map(PathBuf::from);

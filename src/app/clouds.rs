@@ -8,13 +8,13 @@ use super::error::AppError;
 use super::local_node::local_node_id;
 use super::plan::Plan;
 use super::standby::LocalStandby;
-use crate::cli::{Backend, ServeArgs};
+use crate::app::cli::{Backend, ServeArgs};
 use crate::cloud::local::{LocalOptions, StandbyCloud};
 use crate::cloud::openstack::{ApiMetrics, ApiObserver, OpenStack, OpenStackOptions, ProxyOptions};
 use crate::cloud::{Cloud, Clouds, Op};
 use crate::config::{BlockStorageConfig, GlobalConfig};
 use crate::driver::probe::CloudHealthObserver;
-use crate::metrics::Metrics;
+use crate::server::metrics::Metrics;
 
 /// Reports every OpenStack request to the Prometheus registry.
 struct ApiToPrometheus(Arc<Metrics>);

@@ -6,10 +6,10 @@
 use std::sync::Arc;
 
 use super::options::metadata_options;
-use crate::cli::{Backend, ServeArgs};
+use crate::app::cli::{Backend, ServeArgs};
 use crate::config::CloudConfig;
 use crate::host::linux::by_path::{AddressOf, ByPath, BY_PATH_DIR};
-use crate::metadata::service::{MetadataService, Retry};
+use crate::host::metadata::service::{MetadataService, Retry};
 
 /// `None` for the local backend (its links are always there) or a metadata URL that cannot
 /// be used (the node's own metadata lookup reports that).
@@ -85,9 +85,9 @@ mod tests {
                 {"type": "disk", "bus": "scsi", "serial": "vol-a", "address": "0:0:0:1"}]}"#,
         )
         .await;
-        let args = crate::cli::Cli::try_parse_from(["cinder-csi", "--metadata-url", &url])
-            .unwrap()
-            .serve;
+        let args =
+            crate::app::cli::ServeArgs::try_parse_from(["cinder-csi", "--metadata-url", &url])
+                .unwrap();
         let ask = address_of(&args, &CloudConfig::default()).expect("OpenStack backend");
         // It runs on a blocking thread, as the node's host work does.
         let (found, missing) =
@@ -96,9 +96,9 @@ mod tests {
                 .unwrap();
         assert_eq!(found, Some(("scsi".to_string(), "0:0:0:1".to_string())));
         assert_eq!(missing, None);
-        let local = crate::cli::Cli::try_parse_from(["cinder-csi", "--backend", "local"])
-            .unwrap()
-            .serve;
+        let local =
+            crate::app::cli::ServeArgs::try_parse_from(["cinder-csi", "--backend", "local"])
+                .unwrap();
         assert!(by_path(&local, &CloudConfig::default()).is_none());
     }
 }

@@ -1,6 +1,6 @@
 //! Who a local-backend process is: its node id and zone (no metadata service to ask).
 
-use crate::cli::ServeArgs;
+use crate::app::cli::ServeArgs;
 
 /// Zone of a local-backend node: `--node-az`, else the first of `--local-zones`.
 pub fn local_node_zone(args: &ServeArgs) -> &str {

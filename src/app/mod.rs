@@ -3,15 +3,18 @@
 //! declares the steps and what they export.
 
 mod claims;
+pub mod cli;
 mod clouds;
 mod device_addresses;
 mod error;
 mod local_node;
+pub mod memory;
 mod options;
 mod plan;
 mod reload;
 mod run;
 mod standby;
+pub mod telemetry;
 #[cfg(test)]
 mod tests;
 

@@ -2,10 +2,10 @@
 //! Sections are handed over whole (their keys are declared once, in `config`); only flags
 //! are added here.
 
-use crate::cli::ServeArgs;
+use crate::app::cli::ServeArgs;
 use crate::config;
 use crate::driver::controller::ControllerOptions;
-use crate::metadata;
+use crate::host::metadata;
 
 /// Flags over `[Metadata]`: `--node-id` replaces the looked-up instance id, `--node-az` gives
 /// the zone the lookup does not, `--metadata-url` replaces the URL.
@@ -38,7 +38,7 @@ pub fn controller_options(args: &ServeArgs, bs: &config::BlockStorageConfig) -> 
 /// local backend (its attach to this node makes `virtio-<id[:20]>` links there).
 pub fn by_id_dir(args: &ServeArgs) -> std::path::PathBuf {
     match (args.backend, &args.local_dir) {
-        (crate::cli::Backend::Local, Some(dir)) => dir
+        (crate::app::cli::Backend::Local, Some(dir)) => dir
             .join("by-id")
             .join(super::local_node::local_node_id(args)),
         _ => args.by_id_dir.clone(),

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use super::error::AppError;
 use super::local_node::{local_node_id, local_node_zone};
 use super::options::metadata_options;
-use crate::cli::{Backend, ServeArgs};
+use crate::app::cli::{Backend, ServeArgs};
 use crate::config::{self, CloudConfig, GlobalConfig};
-use crate::metadata::{self, Metadata};
+use crate::host::metadata::{self, Metadata};
 use crate::server::Endpoint;
 
 /// Validated startup configuration derived from the flags.
@@ -30,9 +30,15 @@ pub struct Plan {
 pub fn plan(args: &ServeArgs) -> Result<Plan, AppError> {
     let mode = args.effective_mode().map_err(AppError::Config)?;
     let endpoint = Endpoint::parse(&args.endpoint).map_err(AppError::Config)?;
-    let controller = matches!(mode, crate::cli::Mode::Controller | crate::cli::Mode::All);
-    let node = matches!(mode, crate::cli::Mode::Node | crate::cli::Mode::All);
-    if args.backend == crate::cli::Backend::Local && args.local_dir.is_none() {
+    let controller = matches!(
+        mode,
+        crate::app::cli::Mode::Controller | crate::app::cli::Mode::All
+    );
+    let node = matches!(
+        mode,
+        crate::app::cli::Mode::Node | crate::app::cli::Mode::All
+    );
+    if args.backend == crate::app::cli::Backend::Local && args.local_dir.is_none() {
         return Err(AppError::Config(
             "--backend local needs --local-dir DIR (where volumes and their records live)".into(),
         ));
@@ -46,7 +52,7 @@ pub fn plan(args: &ServeArgs) -> Result<Plan, AppError> {
             args.kubelet_dir.display()
         )));
     }
-    let openstack_controller = controller && args.backend == crate::cli::Backend::Openstack;
+    let openstack_controller = controller && args.backend == crate::app::cli::Backend::Openstack;
     // The controller needs credentials, so every file must exist; a node tolerates a
     // missing file (it needs only [BlockStorage] and [Metadata]), as upstream does.
     let config = if openstack_controller {

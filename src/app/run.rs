@@ -10,22 +10,22 @@ use super::error::AppError;
 use super::local_node::{local_node_id, local_node_zone};
 use super::options::{by_id_dir, controller_options};
 use super::plan::plan;
-use crate::cli::{Backend, ServeArgs};
+use crate::app::cli::{Backend, ServeArgs};
 use crate::config::CloudConfig;
-use crate::csi::controller::ControllerService;
-use crate::csi::group_controller::GroupControllerService;
-use crate::csi::identity::IdentityService;
-use crate::csi::node::NodeService;
-use crate::csi::pb::controller_server::ControllerServer;
-use crate::csi::pb::group_controller_server::GroupControllerServer;
-use crate::csi::pb::identity_server::IdentityServer;
-use crate::csi::pb::node_server::NodeServer;
 use crate::driver::controller::Controller;
 use crate::driver::node::{NodeCore, NodeHealth, NodeOptions, NodeReadiness, NODE_TOOLS_REFRESH};
 use crate::driver::probe::{CloudMonitor, Readiness};
 use crate::host::linux::LinuxHost;
-use crate::metadata::Metadata;
-use crate::metrics::Metrics;
+use crate::host::metadata::Metadata;
+use crate::server::csi::controller::ControllerService;
+use crate::server::csi::group_controller::GroupControllerService;
+use crate::server::csi::identity::IdentityService;
+use crate::server::csi::node::NodeService;
+use crate::server::csi::pb::controller_server::ControllerServer;
+use crate::server::csi::pb::group_controller_server::GroupControllerServer;
+use crate::server::csi::pb::identity_server::IdentityServer;
+use crate::server::csi::pb::node_server::NodeServer;
+use crate::server::metrics::Metrics;
 use crate::server::{self, Listener, RpcSpanLayer, RpcTracker};
 
 pub async fn run(args: ServeArgs) -> Result<(), AppError> {
@@ -38,12 +38,12 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
         );
     }
     if let Some(value) = std::env::var_os("NODE_ID") {
-        tracing::warn!(NODE_ID = ?value, "{}", crate::cli::NODE_ID_ENV_WARNING);
+        tracing::warn!(NODE_ID = ?value, "{}", crate::app::cli::NODE_ID_ENV_WARNING);
     }
     let http_addr = args
         .http_endpoint
         .as_deref()
-        .map(crate::http_endpoint::parse_addr)
+        .map(crate::server::http_endpoint::parse_addr)
         .transpose()
         .map_err(AppError::Config)?;
     let metrics = Metrics::new();
@@ -108,7 +108,7 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
 
     let identity = IdentityService {
         driver_name: args.driver_name.clone(),
-        vendor_version: crate::version::vendor_version(),
+        vendor_version: crate::config::version::vendor_version(),
         controller: plan.controller,
         group_controller: group_controller.is_some(),
         topology: args.with_topology,
@@ -123,23 +123,23 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
         controller = plan.controller,
         node = plan.node,
         backend = ?args.backend,
-        version = %crate::version::vendor_version(),
+        version = %crate::config::version::vendor_version(),
         "serving CSI"
     );
     if let Some(addr) = http_addr {
-        let state = Arc::new(crate::http_endpoint::HttpState {
+        let state = Arc::new(crate::server::http_endpoint::HttpState {
             metrics: metrics.clone(),
             health,
             readiness,
         });
-        let bound = crate::http_endpoint::spawn(addr, state)
+        let bound = crate::server::http_endpoint::spawn(addr, state)
             .await
             .map_err(AppError::Runtime)?;
         tracing::info!(address = %bound, "serving /metrics, /healthz and /readyz");
     }
     let rpcs = RpcTracker::new();
-    // Free pages go back to the kernel after activity (see crate::memory).
-    crate::memory::spawn_trimmer({
+    // Free pages go back to the kernel after activity (see crate::app::memory).
+    crate::app::memory::spawn_trimmer({
         let rpcs = rpcs.clone();
         move || rpcs.served()
     });

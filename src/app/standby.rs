@@ -12,10 +12,10 @@ use std::sync::Arc;
 use tonic::transport::Server;
 
 use crate::cloud::local::{StandbyCloud, Takeover};
-use crate::csi::controller::ControllerService;
-use crate::csi::group_controller::GroupControllerService;
-use crate::csi::pb::controller_server::ControllerServer;
-use crate::csi::pb::group_controller_server::GroupControllerServer;
+use crate::server::csi::controller::ControllerService;
+use crate::server::csi::group_controller::GroupControllerService;
+use crate::server::csi::pb::controller_server::ControllerServer;
+use crate::server::csi::pb::group_controller_server::GroupControllerServer;
 use crate::server::Forward;
 
 /// The local backend as a controller opened it, holder or standby.

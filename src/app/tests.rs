@@ -7,17 +7,17 @@ use clap::Parser;
 
 use super::clouds::openstack_clouds;
 use super::*;
-use crate::cli::ServeArgs;
+use crate::app::cli::ServeArgs;
 use crate::cloud::openstack::OpenStackOptions;
 use crate::cloud::{openstack, MigrationPolicy};
 use crate::config::{self, CloudConfig};
-use crate::metrics::Metrics;
+use crate::server::metrics::Metrics;
 use crate::server::Endpoint;
 
 fn args(extra: &[&str]) -> ServeArgs {
     let mut v = vec!["cinder-csi"];
     v.extend_from_slice(extra);
-    crate::cli::Cli::try_parse_from(v).unwrap().serve
+    crate::app::cli::ServeArgs::try_parse_from(v).unwrap()
 }
 
 fn controller_plan() -> Plan {

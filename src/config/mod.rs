@@ -67,6 +67,7 @@ mod quoted;
 mod secret;
 mod text_file;
 mod values;
+pub mod version;
 
 #[cfg(test)]
 mod tests;

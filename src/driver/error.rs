@@ -11,9 +11,9 @@ mod request;
 use std::path::PathBuf;
 
 use crate::cloud::{CloudError, VolumeStatus};
+use crate::host::metadata::MetadataError;
 use crate::host::HostError;
-use crate::kube::KubeError;
-use crate::metadata::MetadataError;
+use crate::net::kube::KubeError;
 
 pub use mismatch::{Mismatch, VolumeDiff};
 pub use node::{NodeRefusal, NotAtPath, PathRole};

@@ -5,7 +5,7 @@ use crate::cloud::fake::FakeCloud;
 use crate::cloud::{CloudError, Op};
 use crate::driver::node::{NodeCore, NodeHealth, NodeOptions};
 use crate::host::fake::FakeHost;
-use crate::metadata::{InstanceMetadata, Metadata, MetadataError};
+use crate::host::metadata::{InstanceMetadata, Metadata, MetadataError};
 
 #[derive(Default)]
 struct Seen(StdMutex<Vec<(String, bool)>>);

@@ -12,6 +12,7 @@ mod types;
 pub mod fake;
 pub mod fs;
 pub mod linux;
+pub mod metadata;
 pub mod options;
 
 use std::path::{Path, PathBuf};

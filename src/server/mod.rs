@@ -1,9 +1,15 @@
-//! gRPC server on a Unix socket (or TCP for debugging) with graceful shutdown and one
-//! tracing span per RPC. This file only declares the parts and what they export.
+//! What the process serves: the CSI gRPC surface (`csi`), the gRPC server on a Unix socket
+//! (or TCP for debugging) with graceful shutdown and one tracing span per RPC, the HTTP
+//! endpoint (`/metrics`, `/healthz`, `/readyz`) and the metrics it reports. This file only
+//! declares the parts and what they export.
 
 mod authority;
+pub mod csi;
 mod endpoint;
 mod forward;
+pub mod http_endpoint;
+pub mod metrics;
+pub mod process_metrics;
 mod serve;
 mod span;
 #[cfg(test)]

@@ -11,7 +11,7 @@ use tower::{Layer, Service};
 use tracing::Instrument;
 
 use super::tracker::{GuardedBody, RpcTracker};
-use crate::metrics::Metrics;
+use crate::server::metrics::Metrics;
 
 /// Tower layer opening one span per RPC: `rpc{method=… volume_id=…}`. Handlers record the
 /// volume id; the request body (which may hold secrets) is never logged.

@@ -30,7 +30,7 @@ impl Direct {
                 "domain": {"id": cloud.var("OS_USER_DOMAIN_ID")}}}},
             "scope": {"project": {"name": cloud.var("OS_PROJECT_NAME"),
                 "domain": {"id": cloud.var("OS_PROJECT_DOMAIN_ID")}}}}});
-        cinder_csi::tls::install_provider();
+        cinder_csi::net::tls::install_provider();
         let http = reqwest::Client::new();
         let r = http
             .post(format!("{}/auth/tokens", cloud.var("OS_AUTH_URL")))

@@ -28,10 +28,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use cinder_csi::csi::pb::node_client::NodeClient;
-use cinder_csi::csi::pb::volume_capability::access_mode::Mode;
-use cinder_csi::csi::pb::volume_capability::{AccessMode, AccessType, MountVolume};
-use cinder_csi::csi::pb::*;
+use cinder_csi::server::csi::pb::node_client::NodeClient;
+use cinder_csi::server::csi::pb::volume_capability::access_mode::Mode;
+use cinder_csi::server::csi::pb::volume_capability::{AccessMode, AccessType, MountVolume};
+use cinder_csi::server::csi::pb::*;
 use nix::mount::{MntFlags, MsFlags};
 use tonic::transport::Channel;
 
@@ -280,7 +280,7 @@ async fn run(
         assert!(Instant::now() < until, "driver did not start");
         std::thread::sleep(Duration::from_millis(5));
     }
-    let ch: Channel = cinder_csi::csi::client::connect_unix(sock.to_path_buf())
+    let ch: Channel = cinder_csi::server::csi::client::connect_unix(sock.to_path_buf())
         .await
         .unwrap();
     let mut c = NodeClient::new(ch);

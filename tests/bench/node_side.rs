@@ -6,9 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use cinder_csi::csi::pb::identity_client::IdentityClient;
-use cinder_csi::csi::pb::node_client::NodeClient;
-use cinder_csi::csi::pb::*;
+use cinder_csi::server::csi::pb::identity_client::IdentityClient;
+use cinder_csi::server::csi::pb::node_client::NodeClient;
+use cinder_csi::server::csi::pb::*;
 use tonic::transport::Channel;
 
 use super::{cap, us, Samples};
@@ -41,7 +41,7 @@ impl Side {
             assert!(Instant::now() < until, "{label} did not start");
             std::thread::sleep(Duration::from_millis(5));
         }
-        let ch: Channel = cinder_csi::csi::client::connect_unix(sock.to_path_buf())
+        let ch: Channel = cinder_csi::server::csi::client::connect_unix(sock.to_path_buf())
             .await
             .unwrap();
         let staging = root.join("plugins/kubernetes.io/csi/cinder/globalmount");

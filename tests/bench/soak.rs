@@ -22,8 +22,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cinder_csi::csi::pb;
-use cinder_csi::ctl::Client;
+use cinder_csi::server::csi::pb;
+use cinder_csi::tools::ctl::Client;
 use local_rig::{mount_cap, Rig, NODE};
 use proc_sample::{sample, Sample};
 use tonic::Code;

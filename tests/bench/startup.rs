@@ -20,8 +20,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cinder_csi::csi::pb::identity_client::IdentityClient;
-use cinder_csi::csi::pb::ProbeRequest;
+use cinder_csi::server::csi::pb::identity_client::IdentityClient;
+use cinder_csi::server::csi::pb::ProbeRequest;
 
 fn binary() -> PathBuf {
     if let Some(bin) = std::env::var_os("CINDER_CSI_BIN") {
@@ -73,7 +73,7 @@ fn once(rt: &tokio::runtime::Runtime, cmd: &[String]) -> (Duration, u64) {
         .unwrap_or_else(|e| panic!("start {}: {e}", cmd[0]));
     let answered = rt.block_on(async {
         loop {
-            if let Ok(ch) = cinder_csi::csi::client::connect_unix(sock.clone()).await {
+            if let Ok(ch) = cinder_csi::server::csi::client::connect_unix(sock.clone()).await {
                 let mut c = IdentityClient::new(ch);
                 if c.probe(ProbeRequest {}).await.is_ok() {
                     return started.elapsed();

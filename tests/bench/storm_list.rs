@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use cinder_csi::csi::pb;
+use cinder_csi::server::csi::pb;
 use tokio::time::Instant;
 
 use super::direct::Direct;

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use cinder_csi::csi::pb;
-use cinder_csi::csi::pb::controller_client::ControllerClient;
+use cinder_csi::server::csi::pb;
+use cinder_csi::server::csi::pb::controller_client::ControllerClient;
 use tokio::time::Instant;
 use tonic::transport::{Channel, Endpoint, Uri};
 

@@ -10,9 +10,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::common::Driver;
-use cinder_csi::csi::pb::volume_capability::access_mode::Mode;
-use cinder_csi::csi::pb::volume_capability::{AccessMode, AccessType, BlockVolume, MountVolume};
-use cinder_csi::csi::pb::{
+use cinder_csi::server::csi::pb::volume_capability::access_mode::Mode;
+use cinder_csi::server::csi::pb::volume_capability::{
+    AccessMode, AccessType, BlockVolume, MountVolume,
+};
+use cinder_csi::server::csi::pb::{
     NodePublishVolumeRequest, NodeStageVolumeRequest, NodeUnpublishVolumeRequest,
     NodeUnstageVolumeRequest, VolumeCapability,
 };

@@ -80,7 +80,7 @@ impl Driver {
     }
 
     pub async fn channel(&self) -> Channel {
-        cinder_csi::csi::client::connect_unix(self.socket.clone())
+        cinder_csi::server::csi::client::connect_unix(self.socket.clone())
             .await
             .expect("connect")
     }

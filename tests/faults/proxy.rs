@@ -80,7 +80,7 @@ pub struct FaultProxy {
 impl FaultProxy {
     /// Start in front of Keystone at `keystone_upstream` (`http://127.0.0.1:5000`).
     pub fn start(keystone_upstream: &str) -> FaultProxy {
-        cinder_csi::tls::install_provider();
+        cinder_csi::net::tls::install_provider();
         let client = reqwest::Client::builder()
             .no_proxy()
             .redirect(reqwest::redirect::Policy::none())

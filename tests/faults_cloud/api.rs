@@ -17,7 +17,7 @@ pub struct Api {
 
 impl Api {
     pub async fn new(cloud: &Cloud) -> Api {
-        cinder_csi::tls::install_provider();
+        cinder_csi::net::tls::install_provider();
         let client = reqwest::Client::builder()
             .no_proxy()
             .timeout(Duration::from_secs(30))

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use cinder_csi::csi::pb;
+use cinder_csi::server::csi::pb;
 use tonic::Code;
 
 use crate::openstack_support::{Cloud, Controller};

@@ -11,8 +11,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cinder_csi::cloud::local::loopdev;
-use cinder_csi::csi::pb;
-use cinder_csi::ctl::Client;
+use cinder_csi::server::csi::pb;
+use cinder_csi::tools::ctl::Client;
 
 pub const NODE: &str = "rig-node";
 pub const GIB: i64 = 1 << 30;

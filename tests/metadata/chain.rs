@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cinder_csi::config::MetadataConfig;
-use cinder_csi::metadata::chain::Chain;
-use cinder_csi::metadata::config_drive::ConfigDrive;
-use cinder_csi::metadata::service::{MetadataService, Retry};
-use cinder_csi::metadata::{
+use cinder_csi::host::metadata::chain::Chain;
+use cinder_csi::host::metadata::config_drive::ConfigDrive;
+use cinder_csi::host::metadata::service::{MetadataService, Retry};
+use cinder_csi::host::metadata::{
     from_options, Metadata, MetadataError, MetadataOptions, Source, Timeouts,
 };
 

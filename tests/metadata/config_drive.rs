@@ -3,8 +3,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use cinder_csi::metadata::config_drive::{read_meta_data, ConfigDrive};
-use cinder_csi::metadata::{InstanceMetadata, Metadata, MetadataError};
+use cinder_csi::host::metadata::config_drive::{read_meta_data, ConfigDrive};
+use cinder_csi::host::metadata::{InstanceMetadata, Metadata, MetadataError};
 
 use super::support::*;
 

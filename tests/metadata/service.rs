@@ -2,8 +2,8 @@
 
 use std::time::{Duration, Instant};
 
-use cinder_csi::metadata::service::{MetadataService, Retry};
-use cinder_csi::metadata::{Metadata, MetadataError, Timeouts};
+use cinder_csi::host::metadata::service::{MetadataService, Retry};
+use cinder_csi::host::metadata::{Metadata, MetadataError, Timeouts};
 
 use super::support::*;
 

@@ -5,13 +5,13 @@ use std::process::Command;
 use std::time::Duration;
 
 use cinder_csi::app::{metadata_options, plan};
-use cinder_csi::cli::Cli;
-use cinder_csi::metadata::Source;
+use cinder_csi::host::metadata::Source;
+use cinder_csi::tools::cli::Cli;
 use clap::Parser;
 
 use super::support::*;
 
-fn args(extra: &[&str]) -> cinder_csi::cli::ServeArgs {
+fn args(extra: &[&str]) -> cinder_csi::app::cli::ServeArgs {
     let mut v = vec![
         "cinder-csi",
         "--mode",

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cinder_csi::csi::pb;
+use cinder_csi::server::csi::pb;
 use serde_json::Value;
 use tonic::transport::{Channel, Endpoint, Uri};
 

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use cinder_csi::csi::pb;
+use cinder_csi::server::csi::pb;
 
 pub const GIB: i64 = 1 << 30;
 

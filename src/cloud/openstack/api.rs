@@ -15,7 +15,7 @@ use super::microversion::{
     NOVA_WANTED,
 };
 use crate::cloud::{CloudError, Op, Resource};
-use crate::http_client::Outgoing;
+use crate::net::http_client::Outgoing;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Svc {

@@ -7,7 +7,7 @@ use http::HeaderMap;
 use http::StatusCode;
 
 use crate::cloud::{CloudError, RequestId, Resource};
-use crate::http_client::SendError;
+use crate::net::http_client::SendError;
 
 /// Longest error message kept from a response body that is not an OpenStack error document.
 const MAX_RAW_MESSAGE: usize = 300;

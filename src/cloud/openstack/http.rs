@@ -1,7 +1,7 @@
 //! The HTTP client of one cloud and the single place where a request is sent: it is timed and
 //! counted, its request id captured, and an error status turned into an [`ApiError`]. Tokens
 //! and microversions are added by `api.rs`. Requests in flight are bounded per endpoint here
-//! (`limit.rs`), open and idle connections by the transport (`crate::http_client`).
+//! (`limit.rs`), open and idle connections by the transport (`crate::net::http_client`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,7 +14,7 @@ use super::errors::{request_id, ApiError};
 use super::metrics::ApiMetrics;
 use super::options::{redact_userinfo, OpenStackOptions, ProxyOptions};
 use crate::cloud::Op;
-use crate::http_client::{Outgoing, Settings, Transport};
+use crate::net::http_client::{Outgoing, Settings, Transport};
 
 mod limit;
 pub use limit::{EndpointLimits, Turn, DEFAULT_PER_ENDPOINT};
@@ -28,7 +28,7 @@ pub const POOL_IDLE_TIMEOUT: Duration = Duration::from_millis(1500);
 pub const MAX_ANSWER_BYTES: usize = 64 << 20;
 
 pub fn user_agent() -> String {
-    format!("cinder-csi/{}", crate::version::VERSION)
+    format!("cinder-csi/{}", crate::config::version::VERSION)
 }
 
 /// Loopback never goes through a proxy (as in Go's `ProxyFromEnvironment`).

@@ -20,7 +20,7 @@ use super::errors::ApiError;
 use super::http::Http;
 use super::options::{Interface, Secret};
 use crate::cloud::{CloudError, Op, RequestId};
-use crate::http_client::Outgoing;
+use crate::net::http_client::Outgoing;
 
 /// Renew a token when this much of its life is left (or a fifth of its lifetime, for short
 /// lived tokens), so no request starts with a token that expires in flight.

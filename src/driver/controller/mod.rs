@@ -43,7 +43,7 @@ use crate::cloud::{Cloud, CloudError, Clouds, Resource, Volume};
 use crate::config::BlockStorageConfig;
 use crate::driver::types::{topology_value, Topology, ZONE_TOPOLOGY_KEY};
 use crate::driver::{Error, InFlight, InFlightGuard, Invalid, Result};
-use crate::kube::ClaimReader;
+use crate::net::kube::ClaimReader;
 
 use source_tag::recorded_source;
 use zone_cache::ZoneCache;

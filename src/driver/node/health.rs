@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use super::node_core::NodeCore;
 use super::params::DEFAULT_FS;
 use crate::driver::probe::{NotReady, Readiness};
+use crate::host::metadata::MetadataError;
 use crate::host::Host;
-use crate::metadata::MetadataError;
 
 /// The tools the node spawns to format and grow its default filesystem are on `PATH` (looked
 /// up on a blocking thread).

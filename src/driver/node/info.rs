@@ -2,7 +2,7 @@
 
 use super::model::{NodeInfo, NodeOptions};
 use crate::driver::types::{topology_value, Topology, ZONE_TOPOLOGY_KEY};
-use crate::metadata::InstanceMetadata;
+use crate::host::metadata::InstanceMetadata;
 
 pub fn node_info(inst: &InstanceMetadata, opts: &NodeOptions) -> NodeInfo {
     let topology = opts.with_topology.then(|| {

@@ -13,8 +13,8 @@ use super::model::{
 use super::plan::StagePlan;
 use super::{info, params, publish, stage, stats};
 use crate::driver::{Error, InFlight, Result, Task};
+use crate::host::metadata::{InstanceMetadata, Metadata};
 use crate::host::Host;
-use crate::metadata::{InstanceMetadata, Metadata};
 
 /// The stats guard's key: a volume at one path.
 pub(super) fn stats_key(volume_id: &str, path: &std::path::Path) -> String {
@@ -166,7 +166,7 @@ impl NodeCore {
                     max_volumes_per_node = info.max_volumes_per_node,
                     "NodeGetInfo reports"
                 );
-                Ok::<_, crate::metadata::MetadataError>(inst)
+                Ok::<_, crate::host::metadata::MetadataError>(inst)
             })
             .await?;
         Ok(info::node_info(inst, &self.opts))

@@ -13,8 +13,8 @@ use super::*;
 use crate::driver::types::{AccessMode, AccessType, CapacityRange, VolumeCapability};
 use crate::driver::{Error, Mismatch, NodeRefusal, Result};
 use crate::host::fake::FakeHost;
+use crate::host::metadata::{InstanceMetadata, Metadata, MetadataError};
 use crate::host::{libc_errno, Content, FormatOptions, FsKind, HostError};
-use crate::metadata::{InstanceMetadata, Metadata, MetadataError};
 
 pub(super) const KUBELET: &str = "/var/lib/kubelet";
 pub(super) const GIB: u64 = 1 << 30;

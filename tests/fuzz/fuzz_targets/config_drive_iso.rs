@@ -11,5 +11,5 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         std::env::temp_dir().join(format!("cinder-csi-fuzz-drive-{}.img", std::process::id()))
     });
     std::fs::write(path, data).expect("write the image");
-    cinder_csi::fuzzing::config_drive(path);
+    cinder_csi::tools::fuzzing::config_drive(path);
 });

@@ -163,7 +163,11 @@ impl EndpointLimits {
 
 /// What identifies an endpoint: scheme, host and port, as the connections are keyed.
 fn endpoint_key(url: &url::Url) -> String {
-    crate::http_client::endpoint_key(url.scheme(), url.host_str().unwrap_or_default(), url.port())
+    crate::net::http_client::endpoint_key(
+        url.scheme(),
+        url.host_str().unwrap_or_default(),
+        url.port(),
+    )
 }
 
 #[cfg(test)]

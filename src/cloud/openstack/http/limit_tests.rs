@@ -18,7 +18,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 
 use super::*;
-use crate::http_client::Outgoing;
+use crate::net::http_client::Outgoing;
 use http::Method;
 
 fn to(method: Method, url: &str) -> Outgoing {

@@ -9,7 +9,7 @@ use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 use super::*;
-use crate::http_client::Outgoing;
+use crate::net::http_client::Outgoing;
 use http::Method;
 
 fn to(method: Method, url: &str) -> Outgoing {
