@@ -4,6 +4,7 @@
 //! - The driver core uses no HTTP client or syscall crates (those live in adapters).
 //! - Adapters never see proto types.
 //! - config/ uses nothing else of the crate: adapters and the core take its section structs.
+//! - One module convention (`x/mod.rs`) and one unit-test placement (a `tests` module).
 //! - No two files under src/ import each other (A uses an item B defines and B one of A's).
 //! - No file under src/ has more than 400 lines of non-test code (DESIGN rule 13).
 
@@ -11,6 +12,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 // The import check: module tree, name resolution, uses per file, pairs.
+#[path = "layering/conventions.rs"]
+mod conventions;
 #[path = "layering/cycles.rs"]
 mod cycles;
 #[path = "layering/items.rs"]
@@ -328,6 +331,52 @@ fn rooms_of_a_known_tree() {
         "misc.rs: not a room of src/ (move it into one)"
     );
     assert!(problems.contains(&"tools/: a room that does not exist".to_string()));
+}
+
+#[test]
+fn one_module_convention_and_one_test_placement() {
+    let sources = src_sources();
+    let mut problems = conventions::module_files(&sources);
+    problems.extend(conventions::misplaced(&sources));
+    assert!(
+        problems.is_empty(),
+        "{} files under src/ break the module or test convention:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+}
+
+/// Known breaches of both conventions, so the check above can fail.
+#[test]
+fn conventions_of_a_known_tree() {
+    let files = [
+        ("lib.rs", "mod a; mod b; mod c;"),
+        ("a.rs", "mod x;"),
+        ("a/x.rs", "#[test] fn stray() {}"),
+        ("b/mod.rs", "#[cfg(test)] #[path = \"b_tests.rs\"] mod tests; #[cfg(test)] mod more_tests { #[tokio::test] async fn t() {} }"),
+        ("b/b_tests.rs", "#[test] fn t() {}"),
+        ("c/mod.rs", "#[cfg(test)] mod tests;"),
+        ("c/tests/mod.rs", "mod deep; #[test] fn t() {}"),
+        ("c/tests/deep.rs", "#[test] fn t() {}"),
+        ("d.rs", "fn f() {} #[cfg(test)] mod tests { mod inner { #[test] fn t() {} } }"),
+    ];
+    let sources = files
+        .iter()
+        .map(|(f, t)| (f.to_string(), t.to_string()))
+        .collect();
+    assert_eq!(
+        conventions::module_files(&sources),
+        ["a.rs beside a/: move it to a/mod.rs"]
+    );
+    assert_eq!(
+        conventions::misplaced(&sources),
+        [
+            "a/x.rs: fn stray: a test outside a `tests` module",
+            "b/b_tests.rs: fn t: a test outside a `tests` module",
+            "b/mod.rs: mod tests: #[path] (put the file where `mod` finds it)",
+            "b/mod.rs: fn t: a test outside a `tests` module",
+        ]
+    );
 }
 
 /// Lines of non-test code a file under src/ may have (DESIGN rule 13; see layering/size.rs).

@@ -329,7 +329,7 @@ fn fill(g: &mut GlobalConfig, e: &CloudEntry, cloud: &str, file: &Path) -> Resul
 }
 
 #[cfg(test)]
-mod debug_tests {
+mod tests {
     use super::*;
 
     #[test]

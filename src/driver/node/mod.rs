@@ -17,10 +17,6 @@ mod stats;
 
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tests_recovery;
-#[cfg(test)]
-mod tests_validation;
 
 pub use block::STAGED_DEVICE;
 pub use health::{NodeHealth, NodeReadiness, NODE_TOOLS_REFRESH};

@@ -300,7 +300,7 @@ fn refuse_if_in_use(host: &Host, staging: &Path, kubelet: &KubeletDir) -> Result
 }
 
 #[cfg(test)]
-mod kubelet_dir_tests {
+mod tests {
     use super::*;
 
     #[test]

@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::node_core::stats_key;
-use super::tests::*;
+use super::super::node_core::stats_key;
+use super::super::*;
 use super::*;
 use crate::driver::types::{AccessMode, AccessType, CapacityRange, VolumeCapability};
 use crate::driver::{Error, NodeRefusal};
@@ -268,7 +268,7 @@ async fn one_stats_call_per_volume_and_path_at_a_time() {
 /// The marker a stage leaves beside the staging directory while mkfs runs, as a kill -9 of
 /// the plugin during mkfs leaves it.
 fn interrupted_format(fake: &FakeHost, id: &str) -> PathBuf {
-    let marker = super::mkfs_marker::path(Path::new(&staging(id)));
+    let marker = super::super::mkfs_marker::path(Path::new(&staging(id)));
     fake.host().mounter.create_file(&marker).unwrap();
     marker
 }

@@ -1,4 +1,8 @@
-//! Unit tests of the node core on the in-memory fake host (no root needed).
+//! Unit tests of the node core on the in-memory fake host (no root needed); the
+//! recovery from failures (`recovery.rs`) and request validation (`validation.rs`) below.
+
+mod recovery;
+mod validation;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

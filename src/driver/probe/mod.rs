@@ -180,5 +180,4 @@ pub async fn check_all(checks: &[Arc<dyn Readiness>]) -> Result<(), NotReady> {
 }
 
 #[cfg(test)]
-#[path = "probe_tests.rs"]
 mod tests;

@@ -17,7 +17,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 
-use super::*;
+use super::super::*;
 use crate::net::http_client::Outgoing;
 use http::Method;
 

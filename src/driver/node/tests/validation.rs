@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::tests::*;
+use super::super::*;
 use super::*;
 use crate::driver::types::{AccessMode, AccessType, VolumeCapability};
 use crate::driver::{Error, Invalid, NodeRefusal, Result};
