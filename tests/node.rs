@@ -243,6 +243,36 @@ async fn read_only_publish_refuses_writes_with_erofs() {
     unpublish_unstage(&mut c, &env, "rovol").await;
 }
 
+/// The kubelet sees the node plugin's publish through mount propagation (the kubelet dir is
+/// shared between their mount namespaces): a read-only publish must be read-only in the copy
+/// that propagates too, not only in the plugin's own mount table. Here the copy is a peer
+/// bind of the kubelet dir in this namespace.
+#[tokio::test]
+async fn read_only_publish_is_read_only_in_propagated_copies() {
+    let mut env = NodeEnv::stopped(false);
+    let kubelet = env.root().join("kubelet");
+    let peer = env.root().join("peer");
+    std::fs::create_dir(&peer).unwrap();
+    let (k, p) = (kubelet.to_str().unwrap(), peer.to_str().unwrap());
+    run("mount", &["--bind", k, k]);
+    run("mount", &["--make-shared", k]);
+    run("mount", &["--bind", k, p]);
+    env.start_driver();
+    env.volume("ropeer", 64 * MIB);
+    let mut c = client(&env).await;
+    stage_publish(&mut c, &env, "ropeer", mount_cap("ext4"), true).await;
+    let copy = peer.join(env.target("ropeer").strip_prefix(&kubelet).unwrap());
+    assert_eq!(
+        mount_options(&copy).as_deref().map(|o| o.split(',').next()),
+        Some(Some("ro")),
+        "the propagated copy {copy:?}"
+    );
+    let err = std::fs::write(copy.join("x"), b"x").unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EROFS), "{err}");
+    unpublish_unstage(&mut c, &env, "ropeer").await;
+    assert!(!copy.exists(), "the copy outlived the unpublish");
+}
+
 #[tokio::test]
 async fn block_publish_is_the_device_and_writes_reach_it() {
     let mut env = NodeEnv::start();

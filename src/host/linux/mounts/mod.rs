@@ -69,8 +69,11 @@ pub fn mount(b: &Beneath, device: &Path, target: &Path, spec: &MountSpec) -> Hos
 
 /// A bind made between descriptors: `open_tree(OPEN_TREE_CLONE)` of the source, then
 /// `move_mount` onto the target's descriptor, so neither can be swapped for a symlink between
-/// the check and the bind. A read-only bind is remounted through the new mount's own
-/// descriptor (never through the path again).
+/// the check and the bind. A read-only bind is made read-only while still detached
+/// (`mount_setattr`), so the copies mount propagation makes on attach are read-only too: the
+/// kubelet's namespace sees the plugin's bind through propagation, and a remount after the
+/// attach changes only this namespace's copy. Kernels without `mount_setattr` (before 5.12)
+/// get that remount, through the new mount's own descriptor (never through the path again).
 pub fn bind(b: &Beneath, source: &Path, target: &Path, read_only: bool) -> HostResult<()> {
     let src = b.open(source, OFlags::PATH)?;
     let tree = rustix::mount::open_tree(
@@ -81,6 +84,12 @@ pub fn bind(b: &Beneath, source: &Path, target: &Path, read_only: bool) -> HostR
             | OpenTreeFlags::AT_EMPTY_PATH,
     )
     .map_err(|e| b.error("bind mount", source, e))?;
+    let remount_read_only = match read_only.then(|| set_read_only(&tree)) {
+        None | Some(Ok(())) => false,
+        // Before Linux 5.12, or a seccomp profile that does not know it: the remount.
+        Some(Err(Errno::ENOSYS | Errno::EPERM)) => true,
+        Some(Err(e)) => return Err(nix_err("bind mount read-only", target, e)),
+    };
     let dst = b.open(target, OFlags::PATH)?;
     rustix::mount::move_mount(
         &tree,
@@ -90,7 +99,7 @@ pub fn bind(b: &Beneath, source: &Path, target: &Path, read_only: bool) -> HostR
         MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH | MoveMountFlags::MOVE_MOUNT_T_EMPTY_PATH,
     )
     .map_err(|e| b.error("bind mount", target, e))?;
-    if read_only {
+    if remount_read_only {
         // The kernel ignores MS_RDONLY on the first MS_BIND: only the remount makes the bind
         // read-only. A bind remount sets all per-mount flags at once, so the bind's own
         // (nosuid, nodev, noexec, atime, inherited from the source mount) are carried over.
@@ -108,6 +117,32 @@ pub fn bind(b: &Beneath, source: &Path, target: &Path, read_only: bool) -> HostR
         }
     }
     Ok(())
+}
+
+/// `mount_setattr(2)` MOUNT_ATTR_RDONLY on the mount `tree` is a descriptor of (no rustix
+/// or nix wrapper yet).
+#[allow(unsafe_code)]
+fn set_read_only(tree: &std::os::fd::OwnedFd) -> Result<(), Errno> {
+    use std::os::fd::AsRawFd;
+    let attr = libc::mount_attr {
+        attr_set: libc::MOUNT_ATTR_RDONLY,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: a live descriptor, a NUL-terminated empty path with AT_EMPTY_PATH, and `attr`
+    // with its exact size; the kernel only reads them.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            tree.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH,
+            &attr as *const libc::mount_attr,
+            std::mem::size_of::<libc::mount_attr>(),
+        )
+    };
+    Errno::result(rc).map(drop)
 }
 
 /// The MS_* per-mount flags that statvfs reports for a mount.
