@@ -13,6 +13,7 @@ use tokio::time::Instant;
 use tonic::transport::{Channel, Endpoint, Uri};
 
 use super::direct::Direct;
+use super::openstack_support::requests::mount_cap;
 use super::openstack_support::Cloud;
 use super::proxy::{self, Relay, Seen};
 
@@ -233,7 +234,7 @@ pub async fn phases_of(
                         required_bytes: GIB,
                         limit_bytes: 0,
                     }),
-                    volume_capabilities: vec![capability()],
+                    volume_capabilities: vec![mount_cap()],
                     ..Default::default()
                 }))
                 .await?;
@@ -257,7 +258,7 @@ pub async fn phases_of(
             c.controller_publish_volume(rpc(pb::ControllerPublishVolumeRequest {
                 volume_id: id.clone(),
                 node_id: node,
-                volume_capability: Some(capability()),
+                volume_capability: Some(mount_cap()),
                 ..Default::default()
             }))
             .await?;
@@ -324,20 +325,6 @@ pub fn rpc<T>(msg: T) -> tonic::Request<T> {
     let mut r = tonic::Request::new(msg);
     r.set_timeout(RPC_TIMEOUT);
     r
-}
-
-fn capability() -> pb::VolumeCapability {
-    pb::VolumeCapability {
-        access_type: Some(pb::volume_capability::AccessType::Mount(
-            pb::volume_capability::MountVolume {
-                fs_type: "ext4".into(),
-                ..Default::default()
-            },
-        )),
-        access_mode: Some(pb::volume_capability::AccessMode {
-            mode: pb::volume_capability::access_mode::Mode::SingleNodeWriter as i32,
-        }),
-    }
 }
 
 /// Run `n` copies of one RPC at once; record the time, latencies and requests on the wire.

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use cinder_csi::server::csi::pb;
 use tonic::Code;
 
+use crate::openstack_support::requests::mount_cap;
 use crate::openstack_support::{Cloud, Controller};
 
 pub mod api;
@@ -40,20 +41,6 @@ impl Call {
             Call::Expand { .. } => "ControllerExpandVolume",
             Call::Modify { .. } => "ControllerModifyVolume",
         }
-    }
-}
-
-fn mount_cap() -> pb::VolumeCapability {
-    pb::VolumeCapability {
-        access_type: Some(pb::volume_capability::AccessType::Mount(
-            pb::volume_capability::MountVolume {
-                fs_type: "ext4".into(),
-                ..Default::default()
-            },
-        )),
-        access_mode: Some(pb::volume_capability::AccessMode {
-            mode: pb::volume_capability::access_mode::Mode::SingleNodeWriter as i32,
-        }),
     }
 }
 

@@ -84,10 +84,8 @@ impl Controller {
                         .await?;
                 }
                 Err(CloudError::Conflict { message, .. }) => {
-                    let now = volumes.get_volume(id).await;
-                    let now = now.map_err(|e| volume_error(id, e))?;
                     let change = Change::Extend { gib: new_gib };
-                    v = refusals.judge(&v, now, change, message)?;
+                    v = refusals.reread(volumes, id, &v, change, message).await?;
                 }
                 Err(CloudError::Unsupported(why)) if online => {
                     return Err(Refusal::OnlineExtendUnsupported {

@@ -78,10 +78,8 @@ impl Controller {
                     .into());
                 }
                 Err(CloudError::Conflict { message, .. }) => {
-                    let now = volumes.get_volume(id).await;
-                    let now = now.map_err(|e| volume_error(id, e))?;
                     let change = Change::Retype { to: t.name.clone() };
-                    v = refusals.judge(&v, now, change, message)?;
+                    v = refusals.reread(volumes, id, &v, change, message).await?;
                 }
                 Err(CloudError::NotFound {
                     resource: Resource::VolumeType,

@@ -123,12 +123,10 @@ impl Controller {
                 }
                 Err(CloudError::Conflict { message, .. }) => {
                     // Someone moved the volume meanwhile; look again.
-                    let now = volumes.get_volume(id).await;
-                    let now = now.map_err(|e| volume_error(id, e))?;
                     let change = Change::Attach {
                         node: node.to_string(),
                     };
-                    v = refusals.judge(&v, now, change, message)?;
+                    v = refusals.reread(volumes, id, &v, change, message).await?;
                 }
                 Err(e) => return Err(volume_error(id, e)),
             }

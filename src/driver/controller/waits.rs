@@ -1,12 +1,14 @@
 //! Deadlines of the core's waits. The polling itself (backoff, batching) belongs to each
 //! adapter's `wait_*`; the core only decides how long it may wait.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::cloud::Volume;
-use crate::driver::{Change, Refusal};
+use super::volume_error;
+use crate::cloud::{Volume, Volumes};
+use crate::driver::{Change, Error, Refusal};
 
 /// Time kept back from the RPC deadline so our Aborted (with the last status seen) reaches
 /// the caller before its own timeout fires and the answer is lost.
@@ -67,6 +69,21 @@ impl Refusals {
             });
         }
         Ok(after)
+    }
+
+    /// After the cloud refused `change` to volume `id` (last seen as `before`) with a
+    /// `Conflict` carrying `message`: read the volume again and [`judge`](Self::judge) it.
+    pub async fn reread(
+        &mut self,
+        volumes: &Arc<dyn Volumes>,
+        id: &str,
+        before: &Volume,
+        change: Change,
+        message: String,
+    ) -> Result<Volume, Error> {
+        let after = volumes.get_volume(id).await;
+        let after = after.map_err(|e| volume_error(id, e))?;
+        Ok(self.judge(before, after, change, message)?)
     }
 }
 
