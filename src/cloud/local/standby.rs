@@ -65,7 +65,7 @@ impl StandbyCloud {
                 tracing::warn!(
                     dir = %me.root.display(), lock = %me.lock.display(),
                     "standby: another cinder-csi process holds the local backend's state dir; \
-                     controller calls answer UNAVAILABLE until its lock is released"
+                     this one takes it over when that process's lock is released"
                 );
                 let opened = me.opened.clone();
                 // A thread of its own, not the blocking pool: the runtime waits for that
