@@ -5,7 +5,7 @@
 # ready), a real Prometheus scraping both plugins through the chart's monitors, the Kubernetes
 # tests that exist (tests/k8s/lifecycle*, group-snapshots.sh, mkfs-options.sh, e2e.sh), the
 # alerts tested on the series Prometheus recorded (tests/monitoring/cluster.sh finish), then
-# (local backend) tests/k8s/multinode.sh on a 3-node cluster (`up --nodes 3`) and
+# (local backend) tests/k8s/multinode.sh and failover.sh on a 3-node cluster (`up --nodes 3`) and
 # group-snapshots.sh again and the credential rotation (rotation.sh) on a cluster over the test
 # cloud, whose controller runs in a namespace enforcing Pod Security `restricted`; down in a
 # trap whatever happens; then checks that down left nothing.
@@ -185,6 +185,12 @@ if [[ $backend == local ]]; then
     eval "$(tests/k8s/cluster env)"
     phase "tests/k8s/multinode.sh (3 nodes)"
     timeout 1200 tests/k8s/multinode.sh
+    ran=$((ran + 1))
+    # Controller failover (scenario 4): two replicas on one state dir (the StatefulSet scaled
+    # to 2 and back), the flock holder kill -9'd, then deleted, around 10 claims (~35 s each).
+    phase "tests/k8s/failover.sh --kill9, failover.sh (2 controllers)"
+    timeout 600 tests/k8s/failover.sh --kill9
+    timeout 600 tests/k8s/failover.sh
     ran=$((ran + 1))
 fi
 # Group snapshots through Kubernetes on the test cloud as well (on the local backend above):
