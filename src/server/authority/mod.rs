@@ -9,7 +9,7 @@
 //! every header block with its own HPACK decoder (the state of the client's encoder), swaps an
 //! unparsable `:authority` for `localhost`, and hands h2 the block re-encoded with literals only
 //! (never indexed, so h2's HPACK table stays empty and in step). Every other byte is copied.
-//! Why this is safe is in docs/ARCHITECTURE.md ("gRPC on a Unix socket").
+//! Why this is safe is in docs/GRPC.md.
 
 mod fix;
 mod frames;
