@@ -5,7 +5,8 @@
 //! UNAVAILABLE, naming the lock and the directory, and changes nothing. After kill -9 of the
 //! first it takes the directory over: a CreateVolume retried with the same name returns the
 //! volume the first made, with no duplicate in the state, and a third replica is its standby.
-//! Needs root (the rig's cleanup).
+//! A holder told to stop keeps serving its standby until its drain is over (it holds the lock
+//! until then). Needs root (the rig's cleanup).
 
 mod local_rig;
 
@@ -28,6 +29,10 @@ struct Replica {
 
 impl Replica {
     async fn start(rig: &Rig, name: &'static str) -> Replica {
+        Self::start_with(rig, name, &[]).await
+    }
+
+    async fn start_with(rig: &Rig, name: &'static str, extra: &[&str]) -> Replica {
         let log = rig.dir.join(format!("{name}.log"));
         let out = std::fs::File::create(&log).unwrap();
         let endpoint = format!("unix://{}", rig.dir.join(format!("{name}.sock")).display());
@@ -36,6 +41,7 @@ impl Replica {
             .args(["--node-id", NODE, "--endpoint", &endpoint])
             .arg("--local-dir")
             .arg(rig.dir.join("state"))
+            .args(extra)
             .env("CINDER_CSI_LOG_LEVEL", "cinder_csi=debug,info")
             .stdin(Stdio::null())
             .stdout(out.try_clone().unwrap())
@@ -229,6 +235,86 @@ async fn a_standby_waits_for_the_lock_then_takes_over_after_kill_9() {
     let mut want = vec![v.volume_id, w.volume_id];
     want.sort();
     assert_eq!(ids, want);
+}
+
+/// SIGTERM to the holder while it has an RPC in flight: it drains that RPC (up to its grace)
+/// still holding the directory's lock, and through that drain it still serves the standby's
+/// calls on DIR/controller.sock (closed last, once the drain is over); then it exits and the
+/// standby takes over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_holder_serves_its_standbys_until_its_drain_ends() {
+    let rig = Rig::new();
+    let state = rig.dir.join("state");
+    let mut first = Replica::start_with(&rig, "first", &["--shutdown-grace", "60"]).await;
+    let slow = first.create("pvc-slow").await.unwrap();
+    let second = Replica::start(&rig, "second").await;
+    assert!(second.log().contains("standby"), "{}", second.log());
+
+    // An attach the holder is still busy with when it is told to stop (attach-delay: the
+    // local backend's slow-attach knob).
+    std::fs::write(state.join("attach-delay"), "pvc-slow 15\n").unwrap();
+    let c = first.client.clone();
+    let slow_id = slow.volume_id.clone();
+    let publish = tokio::spawn(async move {
+        let req = pb::ControllerPublishVolumeRequest {
+            volume_id: slow.volume_id.clone(),
+            node_id: NODE.into(),
+            volume_capability: Some(mount_cap("ext4")),
+            volume_context: slow.volume_context.clone(),
+            ..Default::default()
+        };
+        c.controller().controller_publish_volume(c.req(req)).await
+    });
+    wait_log(&first, "attach delayed").await;
+    let pid = nix::unistd::Pid::from_raw(first.child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    wait_log(&first, "draining in-flight RPCs").await;
+
+    // Draining, the holder still holds the lock: the standby's call is still its.
+    let during = second.create("pvc-during-drain").await;
+    assert!(
+        !publish.is_finished(),
+        "the attach ended before the check (raise its delay): the test proved nothing"
+    );
+    let during = during.unwrap_or_else(|s| panic!("standby during the holder's drain: {s:?}"));
+    assert!(
+        first.child.try_wait().unwrap().is_none(),
+        "the holder is gone"
+    );
+
+    // The attach finishes within the grace; the holder exits; the standby takes over and
+    // has both volumes.
+    let attached = publish.await.unwrap();
+    assert!(attached.is_ok(), "{attached:?}\n{}", first.log());
+    let until = Instant::now() + Duration::from_secs(30);
+    while first.child.try_wait().unwrap().is_none() {
+        assert!(
+            Instant::now() < until,
+            "the holder did not exit:\n{}",
+            first.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let again = retry(&second, "pvc-during-drain").await;
+    assert_eq!(again.volume_id, during.volume_id);
+    let mut ids = second.list().await.unwrap();
+    ids.sort();
+    let mut want = vec![again.volume_id, slow_id];
+    want.sort();
+    assert_eq!(ids, want);
+}
+
+/// Waits (up to 30 s) for `what` in `r`'s log.
+async fn wait_log(r: &Replica, what: &str) {
+    let until = Instant::now() + Duration::from_secs(30);
+    while !r.log().contains(what) {
+        assert!(
+            Instant::now() < until,
+            "no '{what}' in the log:\n{}",
+            r.log()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// CreateVolume through `r` until it is not UNAVAILABLE (a takeover in progress).

@@ -157,30 +157,36 @@ pub async fn run(args: ServeArgs) -> Result<(), AppError> {
     };
     let router = router.add_optional_service(node_service);
     let failed = Arc::new(std::sync::Mutex::new(None));
+    // The lock holder serves its standbys on a task of its own, through the drain too (it
+    // holds DIR until it exits): their socket closes last, once the drain is over.
+    let (holder_tx, holder_rx) = tokio::sync::oneshot::channel();
+    let holder = match (local, standby) {
+        (Some(l), Some((c, g))) => Some(tokio::spawn(async move {
+            let _ = holder_tx.send(l.serve_standbys(c, g).await);
+        })),
+        _ => None,
+    };
     let shutdown = {
         let failed = failed.clone();
-        let holder = async move {
-            match (local, standby) {
-                (Some(l), Some((c, g))) => l.serve_standbys(c, g).await,
-                _ => std::future::pending().await,
-            }
-        };
         async move {
             tokio::select! {
                 () = server::shutdown_signal() => {}
-                e = holder => *failed.lock().unwrap() = Some(e),
+                Ok(e) = holder_rx => *failed.lock().unwrap() = Some(e),
             }
         }
     };
-    server::serve(
+    let served = server::serve(
         router,
         listener,
         shutdown,
         Duration::from_secs(args.shutdown_grace),
         rpcs,
     )
-    .await
-    .map_err(AppError::Runtime)?;
+    .await;
+    if let Some(h) = holder {
+        h.abort();
+    }
+    served.map_err(AppError::Runtime)?;
     let failure = failed.lock().unwrap().take();
     failure.map_or(Ok(()), |e| Err(AppError::Runtime(e)))
 }
