@@ -1,7 +1,7 @@
 //! cinder-csi: a CSI driver for OpenStack Cinder.
 //!
 //! `src/` is eight rooms; each uses only rooms on lower floors (docs/ARCHITECTURE.md "Rooms",
-//! checked by tests/layering.rs), from the top:
+//! checked by tests/layering/main.rs), from the top:
 //! `tools` (ctl, demo, doctor) → `app` (wiring, serve flags) → `server` (CSI gRPC surface,
 //! servers, metrics) → `driver` (core) → `cloud` · `host` (ports and adapters) → `net`
 //! (HTTP client, TLS, Kubernetes API) → `config`.

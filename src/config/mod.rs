@@ -48,7 +48,7 @@
 //! `block_storage.rs` is `[BlockStorage]`, `metadata.rs` `[Metadata]`; `clouds_yaml.rs` maps
 //! clouds.yaml onto `[Global]`. Adapters and the core take these section structs as they
 //! are (no copy into options of their own), so this module uses nothing else of the crate
-//! (`tests/layering.rs`).
+//! (`tests/layering/main.rs`).
 
 mod block_storage;
 mod client_env;

@@ -1,5 +1,5 @@
 //! The driver core: controller and node use cases on top of the cloud, host and metadata
-//! ports. No gRPC, HTTP or syscall crates here (checked by `tests/layering.rs`).
+//! ports. No gRPC, HTTP or syscall crates here (checked by `tests/layering/main.rs`).
 
 pub mod controller;
 mod error;

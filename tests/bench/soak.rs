@@ -14,8 +14,9 @@
 //! checks that no mount, loop device or volume file is left. Fails on any code other than OK
 //! and Aborted.
 
-#[path = "../local_rig/mod.rs"]
-mod local_rig;
+#[path = "../support/mod.rs"]
+mod support;
+use support::local_rig;
 mod proc_sample;
 
 use std::collections::BTreeMap;

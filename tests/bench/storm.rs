@@ -27,8 +27,9 @@
 mod direct;
 #[path = "storm_list.rs"]
 mod list;
-#[path = "../openstack_support/mod.rs"]
-mod openstack_support;
+#[path = "../support/mod.rs"]
+mod support;
+use support::openstack_support;
 mod proc_sample;
 mod proxy;
 #[path = "storm_run.rs"]

@@ -282,7 +282,7 @@ grep -q "Additional property bogus is not allowed" <<<"$out" || fail "unknown ke
 out=$(render --set csi.plugin.nodePlugin.kubeletDir=/x 2>&1) && fail "upstream key accepted"
 grep -q "this chart's key is node.kubeletDir" <<<"$out" || fail "upstream key: $out"
 # cloud.conf values survive any character: rendered by the chart, parsed by the driver.
-HELM=$PWD/$helm cargo test -q --test chart_cloud_conf -- --ignored
+HELM=$PWD/$helm cargo test -q --test cli chart_cloud_conf -- --ignored
 lint_cfg='{extends: default, rules: {line-length: disable, document-start: disable}}'
 # Examples: built-in kinds validated (VolumeAttributesClass v1 is in 1.34); the
 # VolumeSnapshotClass CRD has no schema here, so only its driver and parameter keys are checked.

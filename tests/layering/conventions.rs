@@ -1,5 +1,5 @@
 //! One module convention and one unit-test placement (docs/ARCHITECTURE.md "The rules
-//! tests/layering.rs checks"):
+//! tests/layering/main.rs checks"):
 //! - a module with files of its own is a directory with `mod.rs`, never `x.rs` beside `x/`;
 //! - no `#[path]`: a module's file is where the module system puts it;
 //! - every test function is in a module named `tests` (inline, `tests.rs`, or `tests/` split

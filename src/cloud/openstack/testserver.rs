@@ -1,6 +1,6 @@
 //! A small Keystone + Cinder + Nova imitation on 127.0.0.1:0 for the adapter's logic tests
 //! (token reuse and expiry, 401 retry, negotiation, error mapping, watcher batching). It
-//! implements just enough of the APIs; the adapter's real test is tests/openstack_adapter.rs
+//! implements just enough of the APIs; the adapter's real test is tests/cloud/openstack_adapter.rs
 //! against the real services.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};

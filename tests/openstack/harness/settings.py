@@ -43,7 +43,7 @@ APP_CRED_NAME = 'csi-test'
 
 # Cinder backends: name -> availability zone. All share one volume directory and all report
 # multiattach, so every volume type works in every zone. az2 has two (fake-b, fake-c) for the
-# scheduler hint tests (same_host/different_host, tests/openstack_pvc_hints.rs).
+# scheduler hint tests (same_host/different_host, tests/cloud/openstack_pvc_hints.rs).
 BACKENDS = {'fake-a': 'nova', 'fake-b': 'az2', 'fake-c': 'az2'}
 # Backends that report a finite capacity (GiB; the others report 'infinite', which Cinder's
 # CapacityWeigher ranks lowest): without hints every az2 volume goes to fake-b, as before

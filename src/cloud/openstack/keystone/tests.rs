@@ -188,7 +188,7 @@ async fn a_catalog_without_the_region_fails_clearly() {
 
 #[tokio::test]
 async fn a_catalog_missing_cinder_is_asked_again_soon() {
-    // Found by tests/openstack_faults.rs: the token kept for its hour, every call failing.
+    // Found by tests/cloud/openstack_faults.rs: the token kept for its hour, every call failing.
     let fake = Fake::start().await;
     fake.with(|s| s.hide_cinder = true);
     let (os, _) = cloud(&fake).await;

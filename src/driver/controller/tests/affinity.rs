@@ -1,5 +1,5 @@
 //! `--pvc-annotations`: PVC affinity annotations → Cinder scheduler hints, on the fake cloud
-//! with a PVC reader in memory (the real API server: tests/kube_claims.rs).
+//! with a PVC reader in memory (the real API server: tests/cloud/kube_claims.rs).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};

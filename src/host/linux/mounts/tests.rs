@@ -61,7 +61,7 @@ fn a_mount_in_use_is_busy_and_stays_mounted() {
 
 #[test]
 fn read_only_after_errors_in_both_forms() {
-    // Seen on Linux 6.18 after a journal write failed (tests/node_faults.rs).
+    // Seen on Linux 6.18 after a journal write failed (tests/node/failures.rs).
     assert!(stopped_after_errors(
         "rw,relatime",
         "rw,errors=remount-ro,emergency_ro"
