@@ -9,4 +9,5 @@ mod failures;
 mod paths;
 mod recovery;
 mod rpcs;
+mod takeover;
 mod validation;
