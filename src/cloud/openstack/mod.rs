@@ -84,13 +84,7 @@ impl OpenStack {
         let http = http::Http::build(opts, metrics.clone())
             .await
             .map_err(|e| format!("{label}: {e}"))?;
-        let keystone = Keystone::new(
-            http.clone(),
-            auth_url,
-            method,
-            global.endpoint_type(),
-            global.region.clone(),
-        );
+        let keystone = Keystone::new(http.clone(), global, method);
         let api = Arc::new(Api::new(
             http,
             keystone,

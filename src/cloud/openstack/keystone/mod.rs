@@ -20,6 +20,7 @@ use super::errors::ApiError;
 use super::http::Http;
 use super::options::{Interface, Secret};
 use crate::cloud::{CloudError, Op, RequestId};
+use crate::config::GlobalConfig;
 use crate::net::http_client::Outgoing;
 
 /// Renew a token when this much of its life is left (or a fifth of its lifetime, for short
@@ -75,19 +76,15 @@ pub struct Keystone {
 }
 
 impl Keystone {
-    pub fn new(
-        http: Http,
-        auth_url: &str,
-        method: AuthMethod,
-        interface: Interface,
-        region: Option<String>,
-    ) -> Self {
+    /// Reads what it needs of the cloud's `[Global]` section itself, so a new key used here
+    /// is added in `config/global.rs` and here only. `method` is `global.auth` already checked.
+    pub fn new(http: Http, global: &GlobalConfig, method: AuthMethod) -> Self {
         Self {
             http,
-            token_url: token_url(auth_url),
+            token_url: token_url(global.auth_url.as_deref().unwrap_or_default()),
             method: std::sync::Mutex::new(Arc::new(method)),
-            interface,
-            region,
+            interface: global.endpoint_type(),
+            region: global.region.clone(),
             state: Mutex::new(State::default()),
         }
     }
