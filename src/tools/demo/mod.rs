@@ -15,29 +15,18 @@ mod teardown;
 
 use std::path::{Path, PathBuf};
 
-use clap::{Args, ValueEnum};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::Args;
 
+use crate::host::fs::FsKind;
 use driver::{Driver, DriverPaths};
 use report::Report;
 use state::Scenario;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DemoFs {
-    /// Grows online as root without CAP_SYS_RESOURCE (the default).
-    Xfs,
-    Btrfs,
-    /// Online grow needs CAP_SYS_RESOURCE (resize2fs); fails without it.
-    Ext4,
-}
-
-impl DemoFs {
-    fn name(self) -> &'static str {
-        match self {
-            Self::Xfs => "xfs",
-            Self::Btrfs => "btrfs",
-            Self::Ext4 => "ext4",
-        }
-    }
+/// `--fs-type`: any filesystem the node formats (`host/fs`), so a new one needs no change here.
+fn fs_kind_parser() -> impl TypedValueParser<Value = FsKind> {
+    PossibleValuesParser::new(FsKind::ALL.map(FsKind::as_str))
+        .map(|s| FsKind::parse(&s).expect("a possible value is a filesystem"))
 }
 
 #[derive(Debug, Clone, Args)]
@@ -45,9 +34,10 @@ pub struct DemoArgs {
     /// Work directory (must not exist or be empty); removed at the end.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
-    /// Filesystem to format the volumes with.
-    #[arg(long, value_enum, default_value_t = DemoFs::Xfs)]
-    pub fs_type: DemoFs,
+    /// Filesystem to format the volumes with. xfs and btrfs grow online as root without
+    /// CAP_SYS_RESOURCE; the ext family's online grow (resize2fs) needs it and fails without.
+    #[arg(long, value_parser = fs_kind_parser(), default_value = "xfs")]
+    pub fs_type: FsKind,
     /// The driver binary to run (default: this executable).
     #[arg(long, value_name = "PATH")]
     pub driver: Option<PathBuf>,
@@ -81,7 +71,7 @@ pub async fn run(args: DemoArgs) -> u8 {
     };
     println!(
         "cinder-csi demo: the driver's whole job on the local backend ({}, {})",
-        args.fs_type.name(),
+        args.fs_type,
         crate::config::version::vendor_version()
     );
     println!(
@@ -132,7 +122,7 @@ pub async fn run(args: DemoArgs) -> u8 {
 }
 
 /// Start the driver, run the scenario, tear down (also after a failure), stop the driver.
-async fn drive(report: &mut Report, binary: &Path, paths: &DriverPaths, fs: DemoFs) -> bool {
+async fn drive(report: &mut Report, binary: &Path, paths: &DriverPaths, fs: FsKind) -> bool {
     let mut driver = match Driver::start(binary, paths, NODE_ID) {
         Ok(d) => d,
         Err(e) => {
@@ -154,7 +144,7 @@ async fn drive(report: &mut Report, binary: &Path, paths: &DriverPaths, fs: Demo
     };
     let mut scenario = Scenario {
         client: &client,
-        fs_type: fs.name().to_string(),
+        fs_type: fs.as_str().to_string(),
         workdir: paths
             .socket
             .parent()
@@ -190,16 +180,12 @@ fn preflight(args: &DemoArgs) -> Result<(), String> {
     if !nix::unistd::geteuid().is_root() {
         return Err("needs root (loop devices, mkfs, mount); run it with sudo".into());
     }
-    let mkfs = format!("mkfs.{}", args.fs_type.name());
+    let mkfs = format!("mkfs.{}", args.fs_type);
     let found = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).any(|d| d.join(&mkfs).is_file()))
         .unwrap_or(false);
     if !found {
-        let pkg = match args.fs_type {
-            DemoFs::Xfs => "xfsprogs",
-            DemoFs::Btrfs => "btrfs-progs",
-            DemoFs::Ext4 => "e2fsprogs",
-        };
+        let pkg = args.fs_type.ops().package();
         return Err(format!(
             "{mkfs} not found; install it (apt-get install {pkg})"
         ));
