@@ -18,6 +18,17 @@ pub enum AccessMode {
 }
 
 impl AccessMode {
+    /// Every mode, in the CSI spec's order.
+    pub const ALL: [Self; 7] = [
+        Self::SingleNodeWriter,
+        Self::SingleNodeReaderOnly,
+        Self::MultiNodeReaderOnly,
+        Self::MultiNodeSingleWriter,
+        Self::MultiNodeMultiWriter,
+        Self::SingleNodeSingleWriter,
+        Self::SingleNodeMultiWriter,
+    ];
+
     /// Published to more than one node at once.
     pub fn is_multi_node(self) -> bool {
         matches!(

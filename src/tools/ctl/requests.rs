@@ -2,20 +2,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::args::{AccessMode, Capability, Secrets};
+use super::args::{Capability, Secrets};
 use crate::server::csi::pb;
 use crate::server::csi::pb::volume_capability::access_mode::Mode;
 
 pub fn capability(c: &Capability) -> pb::VolumeCapability {
-    let mode = match c.access_mode {
-        AccessMode::SingleNodeWriter => Mode::SingleNodeWriter,
-        AccessMode::SingleNodeReaderOnly => Mode::SingleNodeReaderOnly,
-        AccessMode::MultiNodeReaderOnly => Mode::MultiNodeReaderOnly,
-        AccessMode::MultiNodeSingleWriter => Mode::MultiNodeSingleWriter,
-        AccessMode::MultiNodeMultiWriter => Mode::MultiNodeMultiWriter,
-        AccessMode::SingleNodeSingleWriter => Mode::SingleNodeSingleWriter,
-        AccessMode::SingleNodeMultiWriter => Mode::SingleNodeMultiWriter,
-    };
+    // The driver's names are the spec's, which are the protobuf's.
+    let mode = Mode::from_str_name(c.access_mode.as_str()).expect("a CSI access mode");
     let access_type = if c.block {
         pb::volume_capability::AccessType::Block(pb::volume_capability::BlockVolume {})
     } else {
@@ -88,6 +81,7 @@ pub fn capacity_range(required: Option<u64>, limit: Option<u64>) -> Option<pb::C
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::ctl::args::AccessMode;
 
     #[test]
     fn secrets_file_lines() {

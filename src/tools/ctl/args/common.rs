@@ -2,17 +2,33 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use std::sync::LazyLock;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum AccessMode {
-    SingleNodeWriter,
-    SingleNodeReaderOnly,
-    MultiNodeReaderOnly,
-    MultiNodeSingleWriter,
-    MultiNodeMultiWriter,
-    SingleNodeSingleWriter,
-    SingleNodeMultiWriter,
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::Args;
+
+pub use crate::driver::types::AccessMode;
+
+/// `--access-mode` spellings: the driver's modes in kebab case (`single-node-writer`), so ctl
+/// lists no modes of its own. Leaked once: clap's possible values are `&'static str`.
+static MODE_NAMES: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+    AccessMode::ALL
+        .iter()
+        .map(|m| &*Box::leak(kebab(*m).into_boxed_str()))
+        .collect()
+});
+
+fn kebab(mode: AccessMode) -> String {
+    mode.as_str().to_ascii_lowercase().replace('_', "-")
+}
+
+fn access_mode_parser() -> impl TypedValueParser<Value = AccessMode> {
+    PossibleValuesParser::new(MODE_NAMES.iter().copied()).map(|s| {
+        *AccessMode::ALL
+            .iter()
+            .find(|m| kebab(**m) == s)
+            .expect("a possible value names a mode")
+    })
 }
 
 /// A volume capability: mount (the default) or `--block`.
@@ -28,7 +44,7 @@ pub struct Capability {
     #[arg(long = "mount-flag", value_name = "FLAG")]
     pub mount_flags: Vec<String>,
     /// Access mode.
-    #[arg(long, value_enum, default_value_t = AccessMode::SingleNodeWriter)]
+    #[arg(long, value_parser = access_mode_parser(), default_value = "single-node-writer")]
     pub access_mode: AccessMode,
 }
 
