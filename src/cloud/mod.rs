@@ -4,6 +4,7 @@
 
 mod clouds;
 mod error;
+mod model;
 pub mod openstack;
 mod poll;
 mod port;

@@ -5,12 +5,14 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 use tokio::time::Instant;
 
-use super::state::{conflict, paginate, FakeCopy, ObjAction, State};
+use super::rules::{refused, PROFILE};
+use super::state::{paginate, FakeCopy, ObjAction, State};
 use super::FakeCloud;
+use crate::cloud::model;
 use crate::cloud::poll::Look;
 use crate::cloud::{
     CloudError, CloudResult, Copies, CopyFilter, CopyKind, CopyOps, CopyStatus, CopyWait,
-    NewBackup, NewSnapshot, Op, Page, PageRequest, Resource, VolumeCopy, VolumeStatus,
+    NewBackup, NewSnapshot, Op, Page, PageRequest, Resource, VolumeCopy,
 };
 
 #[async_trait]
@@ -93,14 +95,7 @@ impl State {
         let v = self
             .observe_volume(&req.volume_id)
             .ok_or_else(|| CloudError::not_found(Resource::Volume, &req.volume_id))?;
-        let ok =
-            v.status == VolumeStatus::Available || (v.status == VolumeStatus::InUse && req.force);
-        if !ok {
-            return Err(conflict(format!(
-                "Invalid volume: Volume {} status must be available, but current status is: {}",
-                v.id, v.status
-            )));
-        }
+        model::snapshot(&PROFILE, &v, req.force).map_err(refused)?;
         let id = self.new_id("snapshot");
         let error = if self.failing_snapshot_creations > 0 {
             self.failing_snapshot_creations -= 1;
@@ -129,26 +124,8 @@ impl State {
         let snap = self
             .observe_copy(CopyKind::Snapshot, id)
             .ok_or_else(|| CloudError::not_found(Resource::Snapshot, id))?;
-        if let Some(g) = self.group_member(id) {
-            return Err(conflict(format!(
-                "Invalid snapshot: Snapshot {id} is part of group snapshot {g}; delete the group \
-                 snapshot instead"
-            )));
-        }
-        let backing_up = self.backups.values().any(|b| {
-            b.copy.snapshot_id.as_deref() == Some(id) && b.copy.status == CopyStatus::Creating
-        });
-        if backing_up {
-            return Err(conflict(format!(
-                "Invalid snapshot: snapshot {id} is being backed up"
-            )));
-        }
-        if matches!(snap.status, CopyStatus::Creating | CopyStatus::Deleting) {
-            return Err(conflict(format!(
-                "Invalid snapshot: Snapshot status must be available or error, is {}",
-                snap.status
-            )));
-        }
+        let uses = self.copy_uses(CopyKind::Snapshot, id);
+        model::delete_snapshot(&PROFILE, &snap, uses).map_err(refused)?;
         self.start_deleting(CopyKind::Snapshot, id);
         Ok(())
     }
@@ -168,23 +145,9 @@ impl State {
                 let snap = self
                     .observe_copy(CopyKind::Snapshot, sid)
                     .ok_or_else(|| CloudError::not_found(Resource::Snapshot, sid))?;
-                if snap.status != CopyStatus::Available {
-                    return Err(conflict(format!(
-                        "Invalid snapshot: Snapshot to be backed up must be available, is {}",
-                        snap.status
-                    )));
-                }
+                model::backup_from_snapshot(&req.volume_id, &snap).map_err(refused)?;
             }
-            None => {
-                let ok = v.status == VolumeStatus::Available
-                    || (v.status == VolumeStatus::InUse && req.force);
-                if !ok {
-                    return Err(conflict(format!(
-                        "Invalid volume: Volume to be backed up must be available, is {}",
-                        v.status
-                    )));
-                }
-            }
+            None => model::backup_volume(&v, req.force).map_err(refused)?,
         }
         let id = self.new_id("backup");
         let error = if self.failing_backup_creations > 0 {
@@ -217,15 +180,8 @@ impl State {
         let b = self
             .observe_copy(CopyKind::Backup, id)
             .ok_or_else(|| CloudError::not_found(Resource::Backup, id))?;
-        if matches!(
-            b.status,
-            CopyStatus::Creating | CopyStatus::Restoring | CopyStatus::Deleting
-        ) {
-            return Err(conflict(format!(
-                "Invalid backup: Backup status must be available or error, is {}",
-                b.status
-            )));
-        }
+        let uses = self.copy_uses(CopyKind::Backup, id);
+        model::delete_backup(&PROFILE, &b, uses).map_err(refused)?;
         self.start_deleting(CopyKind::Backup, id);
         Ok(())
     }

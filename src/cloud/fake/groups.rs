@@ -13,12 +13,14 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 use super::group_state::{FakeGroupSnapshot, GroupAction, GroupPending, HELPER_GROUP_PREFIX};
-use super::state::{conflict, FakeCopy, ObjAction, State};
+use super::rules::{refused, PROFILE};
+use super::state::{FakeCopy, ObjAction, State};
 use super::FakeCloud;
+use crate::cloud::model;
 use crate::cloud::poll::Look;
 use crate::cloud::{
     CloudError, CloudResult, CopyKind, CopyStatus, CopyWait, GroupRefusal, GroupSnapshot,
-    GroupSnapshots, NewGroupSnapshot, Op, Resource, Verdict, Volume, VolumeCopy, VolumeStatus,
+    GroupSnapshots, NewGroupSnapshot, Op, Resource, Verdict, Volume, VolumeCopy,
 };
 
 /// The helper group of a set of volumes: one per set, so repeated group snapshots of the same
@@ -172,12 +174,7 @@ impl State {
                     }));
                 }
             }
-            if !matches!(v.status, VolumeStatus::Available | VolumeStatus::InUse) {
-                return Err(conflict(format!(
-                    "Invalid volume: volume {id} status must be available or in-use, is {}",
-                    v.status
-                )));
-            }
+            model::group_member(&v).map_err(refused)?;
             volumes.push(v);
         }
         let group_id = helper_group(&req.volume_ids);
@@ -243,13 +240,9 @@ impl State {
         let g = self
             .observe_group_snapshot(id)
             .ok_or_else(|| CloudError::not_found(Resource::GroupSnapshot, id))?;
-        if !matches!(g.status, CopyStatus::Available | CopyStatus::Error) {
-            return Err(conflict(format!(
-                "Invalid GroupSnapshot: GroupSnapshot status must be available or error, and no \
-                 Group can be currently using it as source for its creation (status {})",
-                g.status
-            )));
-        }
+        let members: Vec<&str> = g.members.iter().map(|m| m.id.as_str()).collect();
+        let restoring = self.restoring(CopyKind::Snapshot, &members);
+        model::delete_group_snapshot(&PROFILE, id, &g.status, restoring).map_err(refused)?;
         let pending = self.pending(ObjAction::Deleted);
         for m in &g.members {
             if let Some(f) = self.snapshots.get_mut(&m.id) {
@@ -358,12 +351,5 @@ impl State {
                 }
             }
         }
-    }
-
-    /// Whether snapshot `id` belongs to a group snapshot (then Cinder refuses to delete it).
-    pub(super) fn group_member(&self, id: &str) -> Option<String> {
-        self.snapshots
-            .get(id)
-            .and_then(|f| f.copy.group_snapshot_id.clone())
     }
 }

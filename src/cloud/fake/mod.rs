@@ -13,6 +13,7 @@ mod copies;
 mod group_state;
 mod groups;
 mod placement;
+mod rules;
 mod servers;
 mod state;
 mod volumes;

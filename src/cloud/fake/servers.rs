@@ -2,8 +2,10 @@
 
 use async_trait::async_trait;
 
-use super::state::{conflict, VolumeAction};
+use super::rules::{refused, PROFILE};
+use super::state::VolumeAction;
 use super::FakeCloud;
+use crate::cloud::model;
 use crate::cloud::{
     CloudError, CloudResult, Op, Resource, Server, ServerAttachment, Servers, VolumeStatus,
 };
@@ -27,25 +29,14 @@ impl Servers for FakeCloud {
     ) -> CloudResult<ServerAttachment> {
         let mut s = self.lock();
         s.enter(Op::ServerAttach)?;
-        if !s.servers.contains_key(server_id) {
+        let Some(server) = s.servers.get(server_id) else {
             return Err(CloudError::not_found(Resource::Server, server_id));
-        }
+        };
+        let zone = server.availability_zone.clone().unwrap_or_default();
         let v = s
             .observe_volume(volume_id)
             .ok_or_else(|| CloudError::not_found(Resource::Volume, volume_id))?;
-        if v.attached_to(server_id).is_some() {
-            return Err(conflict(format!(
-                "volume {volume_id} is already attached to the instance {server_id}"
-            )));
-        }
-        let shared = v.status == VolumeStatus::InUse && v.multiattach && multiattach;
-        if v.status != VolumeStatus::Available && !shared {
-            return Err(conflict(format!(
-                "Invalid volume: volume {volume_id} status must be available to reserve, but \
-                 the status is {}",
-                v.status
-            )));
-        }
+        model::attach(&PROFILE, &v, server_id, &zone, multiattach).map_err(refused)?;
         // Next free virtio letter on this server: /dev/vdb, /dev/vdc, ...
         let used = s
             .volumes
@@ -76,18 +67,7 @@ impl Servers for FakeCloud {
         let v = s
             .observe_volume(volume_id)
             .ok_or_else(|| CloudError::not_found(Resource::Volume, volume_id))?;
-        if v.attached_to(server_id).is_none() {
-            return Err(CloudError::not_found(
-                Resource::Attachment,
-                format!("{volume_id} on {server_id}"),
-            ));
-        }
-        if v.status != VolumeStatus::InUse {
-            return Err(conflict(format!(
-                "Invalid volume: Unable to detach volume. Volume status must be 'in-use', is {}",
-                v.status
-            )));
-        }
+        model::detach(&v, server_id).map_err(refused)?;
         let pending = s.pending(VolumeAction::Detached {
             server: server_id.to_string(),
         });

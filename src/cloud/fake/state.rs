@@ -116,14 +116,7 @@ impl Default for State {
     }
 }
 
-pub(super) fn conflict(message: impl Into<String>) -> CloudError {
-    CloudError::Conflict {
-        message: message.into(),
-        request_id: RequestId(Some("req-fake".into())),
-    }
-}
-
-pub(super) fn bad_request(message: impl Into<String>) -> CloudError {
+fn bad_request(message: impl Into<String>) -> CloudError {
     CloudError::BadRequest {
         message: message.into(),
         request_id: RequestId(Some("req-fake".into())),

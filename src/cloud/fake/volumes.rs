@@ -6,12 +6,14 @@ use std::time::{Duration, SystemTime};
 use async_trait::async_trait;
 use tokio::time::Instant;
 
-use super::state::{bad_request, conflict, paginate, FakeVolume, State, VolumeAction};
+use super::rules::{refused, PROFILE};
+use super::state::{paginate, FakeVolume, State, VolumeAction};
 use super::FakeCloud;
+use crate::cloud::model::{self, VolumeUse};
 use crate::cloud::poll::Look;
 use crate::cloud::{
-    CloudError, CloudResult, CopyStatus, MigrationPolicy, NewVolume, Op, Page, PageRequest,
-    Resource, Volume, VolumeFilter, VolumeSource, VolumeStatus, VolumeWait, Volumes,
+    CloudError, CloudResult, MigrationPolicy, NewVolume, Op, Page, PageRequest, Resource, Volume,
+    VolumeFilter, VolumeSource, VolumeStatus, VolumeWait, Volumes,
 };
 
 #[async_trait]
@@ -109,10 +111,9 @@ impl State {
                 None => return Err(CloudError::not_found(Resource::VolumeType, t)),
             },
         };
+        model::new_volume_size(req.size_gib).map_err(refused)?;
         if let Some(az) = &req.availability_zone {
-            if !self.zones.contains(az) {
-                return Err(bad_request(format!("Availability zone '{az}' is invalid.")));
-            }
+            model::zone(az, &self.zones).map_err(refused)?;
         }
         let mut az = req
             .availability_zone
@@ -127,17 +128,7 @@ impl State {
                     .get(id)
                     .map(|f| f.copy.clone())
                     .ok_or_else(|| CloudError::not_found(Resource::Snapshot, id))?;
-                if snap.status != CopyStatus::Available {
-                    return Err(bad_request(format!(
-                        "Originating snapshot status must be one of 'available' values, is {}",
-                        snap.status
-                    )));
-                }
-                if req.size_gib < snap.size_gib {
-                    return Err(bad_request(
-                        "Volume size cannot be lesser than the snapshot size",
-                    ));
-                }
+                model::restore_from(&snap, req.size_gib).map_err(refused)?;
                 if let Some(src) = self.volumes.get(&snap.volume_id) {
                     az = src.volume.availability_zone.clone();
                 }
@@ -149,15 +140,7 @@ impl State {
                     .get(id)
                     .map(|f| f.volume.clone())
                     .ok_or_else(|| CloudError::not_found(Resource::Volume, id))?;
-                if !matches!(src.status, VolumeStatus::Available | VolumeStatus::InUse) {
-                    return Err(bad_request(format!(
-                        "Source volume status must be available or in-use, is {}",
-                        src.status
-                    )));
-                }
-                if req.size_gib < src.size_gib {
-                    return Err(bad_request("Clones cannot be smaller than their source"));
-                }
+                model::clone_from(&src, req.size_gib).map_err(refused)?;
                 az = src.availability_zone.clone();
                 source_volume_id = Some(id.clone());
             }
@@ -167,17 +150,7 @@ impl State {
                     .get(id)
                     .map(|f| f.copy.clone())
                     .ok_or_else(|| CloudError::not_found(Resource::Backup, id))?;
-                if b.status != CopyStatus::Available {
-                    return Err(bad_request(format!(
-                        "Backup status must be available, is {}",
-                        b.status
-                    )));
-                }
-                if req.size_gib < b.size_gib {
-                    return Err(bad_request(
-                        "Volume size cannot be lesser than the backup size",
-                    ));
-                }
+                model::restore_from(&b, req.size_gib).map_err(refused)?;
                 backup_id = Some(id.clone());
             }
         }
@@ -221,35 +194,19 @@ impl State {
         let v = self
             .observe_volume(id)
             .ok_or_else(|| CloudError::not_found(Resource::Volume, id))?;
-        if !v.attachments.is_empty()
-            || v.status.is_transitional()
-            || v.status == VolumeStatus::InUse
-            || v.group_id.is_some()
-        {
-            return Err(conflict(format!(
-                "Invalid volume: Volume status must be available or error or error_restoring or \
-                 error_extending or error_managing and must not be migrating, attached, belong to \
-                 a group, have snapshots or be disassociated from snapshots after volume \
-                 transfer (status {})",
-                v.status
-            )));
-        }
         let snaps: Vec<String> = self
             .snapshots
             .values()
             .filter(|f| f.copy.volume_id == id)
             .map(|f| f.copy.id.clone())
             .collect();
-        if !snaps.is_empty() {
-            if !cascade {
-                return Err(conflict(format!(
-                    "Invalid volume: Volume still has {} dependent snapshots.",
-                    snaps.len()
-                )));
-            }
-            for sid in snaps {
-                self.snapshots.remove(&sid);
-            }
+        let uses = VolumeUse {
+            snapshots: snaps.len(),
+            copying: self.copying(id),
+        };
+        model::delete_volume(&PROFILE, &v, uses, cascade).map_err(refused)?;
+        for sid in snaps {
+            self.snapshots.remove(&sid);
         }
         let pending = self.pending(VolumeAction::Deleted);
         if let Some(f) = self.volumes.get_mut(id) {
@@ -264,19 +221,7 @@ impl State {
         let v = self
             .observe_volume(id)
             .ok_or_else(|| CloudError::not_found(Resource::Volume, id))?;
-        if new_size_gib <= v.size_gib {
-            return Err(bad_request(
-                "New size for extend must be greater than current size.",
-            ));
-        }
-        let ok = v.status == VolumeStatus::Available || (v.status == VolumeStatus::InUse && online);
-        if !ok {
-            return Err(conflict(format!(
-                "Invalid volume: Volume should be in available or in-use state (with online \
-                 extend) but is {}",
-                v.status
-            )));
-        }
+        model::extend(&v, new_size_gib, online).map_err(refused)?;
         self.check_quota(new_size_gib - v.size_gib)?;
         let pending = self.pending(VolumeAction::Extended {
             size_gib: new_size_gib,
@@ -303,21 +248,7 @@ impl State {
             .find_type(new_type)
             .cloned()
             .ok_or_else(|| CloudError::not_found(Resource::VolumeType, new_type))?;
-        if !matches!(v.status, VolumeStatus::Available | VolumeStatus::InUse) {
-            return Err(conflict(format!(
-                "Invalid volume: Volume status must be available or in-use, is {}",
-                v.status
-            )));
-        }
-        if v.volume_type.as_deref() == Some(t.name.as_str()) {
-            return Err(bad_request("Retype requested to the same volume type"));
-        }
-        if let Some(g) = &v.group_id {
-            return Err(bad_request(format!(
-                "Invalid input received: volume {id} is in group {g}; remove it from the group \
-                 before retyping it"
-            )));
-        }
+        model::retype(&v, &t).map_err(refused)?;
         let applies = !(self.retype_needs_migration && policy == MigrationPolicy::Never);
         let pending = self.pending(VolumeAction::Retyped {
             new_type: applies.then(|| (t.name.clone(), t.multiattach)),

@@ -11,14 +11,14 @@ use std::path::Path;
 
 use async_trait::async_trait;
 
-use super::backend::{bad_request, conflict, io_error, Inner, LocalCloud};
+use super::backend::{io_error, Inner, LocalCloud};
 use super::loopdev::{self, LoopDevice};
 use super::records::valid_node_id;
-use super::records::{AttachmentRecord, NodeRecord, VolumeRecord};
+use super::records::{AttachmentRecord, NodeRecord};
+use super::rules::{refused, PROFILE};
 use super::store::{self, Kind, TMP_SUFFIX};
-use crate::cloud::{
-    CloudError, CloudResult, Resource, Server, ServerAttachment, Servers, VolumeStatus,
-};
+use crate::cloud::model;
+use crate::cloud::{CloudError, CloudResult, Resource, Server, ServerAttachment, Servers};
 
 #[async_trait]
 impl Servers for LocalCloud {
@@ -136,7 +136,8 @@ impl Inner {
             .get(volume_id)
             .cloned()
             .ok_or_else(|| CloudError::not_found(Resource::Volume, volume_id))?;
-        check_attachable(&rec, &server, multiattach)?;
+        let zone = server.availability_zone.as_deref().unwrap_or_default();
+        model::attach(&PROFILE, &rec.to_volume(), server_id, zone, multiattach).map_err(refused)?;
         let file = self.layout.data(Kind::Volume, volume_id);
         // A volume already attached elsewhere shares its device; otherwise take over a device
         // a lazy detach left bound to the file (never bind a second one), or bind a new one.
@@ -198,15 +199,13 @@ impl Inner {
             .get(volume_id)
             .cloned()
             .ok_or_else(|| CloudError::not_found(Resource::Volume, volume_id))?;
+        model::detach(&rec.to_volume(), server_id).map_err(refused)?;
         let Some(pos) = rec
             .attachments
             .iter()
             .position(|a| a.server_id == server_id)
         else {
-            return Err(CloudError::not_found(
-                Resource::Attachment,
-                format!("{volume_id} on {server_id}"),
-            ));
+            return Ok(());
         };
         let removed = rec.attachments.remove(pos);
         rec.settle_status();
@@ -314,45 +313,6 @@ impl Inner {
 fn device_of(path: &str) -> CloudResult<LoopDevice> {
     LoopDevice::from_path(Path::new(path))
         .ok_or_else(|| io_error("attachment record", format!("{path} is not a loop device")))
-}
-
-fn check_attachable(rec: &VolumeRecord, server: &Server, multiattach: bool) -> CloudResult<()> {
-    let (id, server_id) = (&rec.id, &server.id);
-    let status = rec.status();
-    if !matches!(status, VolumeStatus::Available | VolumeStatus::InUse) {
-        return Err(conflict(format!(
-            "volume {id} must be available to be attached, it is {status}"
-        )));
-    }
-    // Nova with `[cinder] cross_az_attach = False` refuses this with 400 too.
-    let server_zone = server.availability_zone.as_deref().unwrap_or_default();
-    if server_zone != rec.availability_zone {
-        return Err(bad_request(format!(
-            "volume {id} is in availability zone {:?} and server {server_id} in {server_zone:?}: \
-             a volume attaches only to servers of its own zone",
-            rec.availability_zone
-        )));
-    }
-    if rec.attachments.iter().any(|a| a.server_id == *server_id) {
-        return Err(conflict(format!(
-            "volume {id} is already attached to server {server_id}"
-        )));
-    }
-    if let Some(other) = rec.attachments.first() {
-        if !rec.multiattach {
-            return Err(conflict(format!(
-                "volume {id} is attached to server {} and is not multiattach",
-                other.server_id
-            )));
-        }
-        if !multiattach {
-            return Err(bad_request(format!(
-                "volume {id} is multiattach and already attached: attaching it again needs \
-                 the multiattach microversion"
-            )));
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

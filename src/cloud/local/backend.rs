@@ -4,7 +4,7 @@
 //! (volumes, sources, attach, copies, snapshots, backups), each an `impl Inner` block and the
 //! role's trait.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -17,10 +17,13 @@ use nix::fcntl::{Flock, FlockArg};
 use super::reconcile_report::ReconcileReport;
 use super::records::valid_node_id;
 use super::records::{self, CopyRecord, GroupRecord, VolumeRecord, ZONE};
+use super::rules::refused;
+use super::state::State;
 use super::store::{Kind, Layout};
+use crate::cloud::model;
 use crate::cloud::poll::Pace;
 use crate::cloud::{
-    Capacity, CloudError, CloudResult, CopyKind, Health, Placement, Resource, VolumeType, GIB,
+    Capacity, CloudError, CloudResult, Health, Placement, Resource, VolumeType, GIB,
 };
 
 /// Operations finish before they return, so a wait is normally satisfied at its first look;
@@ -62,23 +65,6 @@ impl Default for LocalOptions {
 #[derive(Clone)]
 pub struct LocalCloud {
     pub(super) inner: Arc<Inner>,
-}
-
-#[derive(Default)]
-pub(super) struct State {
-    pub(super) volumes: BTreeMap<String, VolumeRecord>,
-    pub(super) snapshots: BTreeMap<String, CopyRecord>,
-    pub(super) backups: BTreeMap<String, CopyRecord>,
-    pub(super) group_snapshots: BTreeMap<String, GroupRecord>,
-}
-
-impl State {
-    pub(super) fn copies(&self, kind: CopyKind) -> &BTreeMap<String, CopyRecord> {
-        match kind {
-            CopyKind::Snapshot => &self.snapshots,
-            CopyKind::Backup => &self.backups,
-        }
-    }
 }
 
 pub(super) struct Inner {
@@ -318,11 +304,10 @@ impl Inner {
         inherited: Option<&str>,
     ) -> CloudResult<String> {
         match asked {
-            Some(az) if !self.zones.iter().any(|z| z == az) => Err(bad_request(format!(
-                "availability zone {az:?} is invalid: the local backend's zones are {:?}",
-                self.zones
-            ))),
-            Some(az) => Ok(az.to_string()),
+            Some(az) => {
+                model::zone(az, &self.zones).map_err(refused)?;
+                Ok(az.to_string())
+            }
             None => Ok(inherited.unwrap_or(&self.zones[0]).to_string()),
         }
     }

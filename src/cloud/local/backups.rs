@@ -3,12 +3,14 @@
 
 use std::path::PathBuf;
 
-use super::backend::{bad_request, conflict, Inner};
+use super::backend::Inner;
 use super::data::{self, Source};
 use super::records::{self, CopyRecord, RECORD_VERSION};
+use super::rules::{refused, PROFILE};
 use super::store::Kind;
+use crate::cloud::model;
 use crate::cloud::{
-    CloudError, CloudResult, CopyKind, CopyStatus, NewBackup, Resource, VolumeCopy, VolumeStatus,
+    CloudError, CloudResult, CopyKind, CopyStatus, NewBackup, Resource, VolumeCopy,
 };
 
 fn not_found(id: &str) -> CloudError {
@@ -65,50 +67,24 @@ impl Inner {
                 .snapshots
                 .get(sid)
                 .ok_or_else(|| CloudError::not_found(Resource::Snapshot, sid))?;
-            if s.volume_id != req.volume_id {
-                return Err(bad_request(format!(
-                    "snapshot {sid} is of volume {}, not {}",
-                    s.volume_id, req.volume_id
-                )));
-            }
-            if !s.is_available() {
-                return Err(conflict(format!(
-                    "snapshot {sid} must be available to be backed up, it is {}",
-                    s.status
-                )));
-            }
+            model::backup_from_snapshot(&req.volume_id, &s.to_copy(CopyKind::Snapshot))
+                .map_err(refused)?;
             return Ok((s.size_gib, self.layout.data(Kind::Snapshot, sid), None));
         }
-        match v.status() {
-            VolumeStatus::Available => {}
-            VolumeStatus::InUse if req.force => {}
-            other => {
-                return Err(conflict(format!(
-                "volume {} must be available (or in-use with force) to be backed up, it is {other}",
-                req.volume_id
-            )))
-            }
-        }
+        model::backup_volume(&v.to_volume(), req.force).map_err(refused)?;
         let dev = v.attachments.first().map(|a| PathBuf::from(&a.device));
         Ok((v.size_gib, self.layout.data(Kind::Volume, &v.id), dev))
     }
 
     pub(super) fn delete_backup(&self, id: &str) -> CloudResult<()> {
         let _ops = self.lock_ops();
-        let mut rec =
-            {
-                let st = self.read();
-                let b = st.backups.get(id).ok_or_else(|| not_found(id))?;
-                if b.is_creating() {
-                    return Err(conflict(format!("backup {id} is still being created")));
-                }
-                if st.volumes.values().any(|v| {
-                    v.backup_id.as_deref() == Some(id) && v.status() == VolumeStatus::Creating
-                }) {
-                    return Err(conflict(format!("backup {id} is being restored")));
-                }
-                b.clone()
-            };
+        let mut rec = {
+            let st = self.read();
+            let b = st.backups.get(id).ok_or_else(|| not_found(id))?;
+            let uses = st.copy_uses(CopyKind::Backup, id);
+            model::delete_backup(&PROFILE, &b.to_copy(CopyKind::Backup), uses).map_err(refused)?;
+            b.clone()
+        };
         rec.status = CopyStatus::Deleting.as_str().to_string();
         self.put_copy(Kind::Backup, rec)?;
         self.drop_object(Kind::Backup, id)

@@ -12,14 +12,16 @@
 
 use std::path::PathBuf;
 
-use super::backend::{conflict, io_error, Inner};
+use super::backend::{io_error, Inner};
 use super::data::{self, Source};
 use super::freeze::{self, FreezeError, Frozen, Target};
 use super::records::{self, CopyRecord, GroupRecord, RECORD_VERSION};
+use super::rules::refused;
 use super::store::Kind;
+use crate::cloud::model;
 use crate::cloud::{
     CloudError, CloudResult, CopyKind, CopyStatus, GroupRefusal, GroupSnapshot, NewGroupSnapshot,
-    Resource, Unfreezable, VolumeStatus,
+    Resource, Unfreezable,
 };
 
 /// One member to copy.
@@ -29,7 +31,7 @@ struct Member {
     device: Option<PathBuf>,
 }
 
-fn refused(volume_id: &str, why: Unfreezable) -> CloudError {
+fn unfreezable(volume_id: &str, why: Unfreezable) -> CloudError {
     CloudError::GroupRefused(GroupRefusal::Unfreezable {
         volume_id: volume_id.to_string(),
         why,
@@ -109,12 +111,7 @@ impl Inner {
                     .volumes
                     .get(id)
                     .ok_or_else(|| CloudError::not_found(Resource::Volume, id))?;
-                if !matches!(v.status(), VolumeStatus::Available | VolumeStatus::InUse) {
-                    return Err(conflict(format!(
-                        "volume {id} must be available or in-use to be snapshotted, it is {}",
-                        v.status
-                    )));
-                }
+                model::group_member(&v.to_volume()).map_err(refused)?;
                 Ok(Member {
                     snapshot_id: uuid::Uuid::new_v4().to_string(),
                     volume_id: id.clone(),
@@ -133,7 +130,7 @@ impl Inner {
         let frozen = match Frozen::freeze(&self.layout.frozen_record(), targets) {
             Ok(f) => f,
             Err(FreezeError::Unfreezable { volume_id, why }) => {
-                return Err(refused(&volume_id, why))
+                return Err(unfreezable(&volume_id, why))
             }
             Err(FreezeError::Io(e)) => return Err(io_error("freeze the members", e)),
         };
@@ -205,7 +202,7 @@ fn freeze_targets(members: &[Member]) -> CloudResult<Vec<Target>> {
                 .is_ok_and(|id| id == mnt.id)
         });
         let Some(mount) = mount else {
-            return Err(refused(
+            return Err(unfreezable(
                 &m.volume_id,
                 Unfreezable::NoVisibleMount {
                     device: device.display().to_string(),

@@ -8,9 +8,11 @@
 use async_trait::async_trait;
 use tokio::time::Instant;
 
-use super::backend::{conflict, Inner, LocalCloud, PACE};
+use super::backend::{Inner, LocalCloud, PACE};
 use super::records::{time_of, GroupRecord};
+use super::rules::{refused, PROFILE};
 use super::store::Kind;
+use crate::cloud::model;
 use crate::cloud::poll::{poll, Look};
 use crate::cloud::{
     CloudError, CloudResult, CopyKind, CopyStatus, CopyWait, GroupSnapshot, GroupSnapshots,
@@ -74,24 +76,14 @@ impl Inner {
             .get(id)
             .map(|g| g.status.clone())
             .ok_or_else(|| CloudError::not_found(Resource::GroupSnapshot, id))?;
-        if status == "creating" {
-            return Err(conflict(format!(
-                "group snapshot {id} is still being created"
-            )));
-        }
         let restoring = {
             let st = self.read();
             let members = &st.group_snapshots[id].member_ids;
-            st.volumes.values().any(|v| {
-                v.snapshot_id.as_ref().is_some_and(|s| members.contains(s))
-                    && v.status() == crate::cloud::VolumeStatus::Creating
-            })
+            let members: Vec<&str> = members.iter().map(String::as_str).collect();
+            st.restoring(CopyKind::Snapshot, &members)
         };
-        if restoring {
-            return Err(conflict(format!(
-                "a volume is being restored from a member of group snapshot {id}"
-            )));
-        }
+        let status = CopyStatus::parse(&status);
+        model::delete_group_snapshot(&PROFILE, id, &status, restoring).map_err(refused)?;
         self.drop_group(id)
     }
 }

@@ -31,9 +31,11 @@ mod paging;
 mod reconcile;
 mod reconcile_report;
 mod records;
+mod rules;
 mod snapshots;
 mod sources;
 mod standby;
+mod state;
 pub mod store;
 mod volumes;
 

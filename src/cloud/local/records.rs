@@ -192,10 +192,6 @@ impl CopyRecord {
         }
     }
 
-    pub fn is_available(&self) -> bool {
-        self.status == "available"
-    }
-
     pub fn is_creating(&self) -> bool {
         self.status == "creating"
     }

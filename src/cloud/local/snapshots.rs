@@ -2,12 +2,14 @@
 
 use std::path::PathBuf;
 
-use super::backend::{conflict, Inner};
+use super::backend::Inner;
 use super::data::{self, Source};
 use super::records::{self, CopyRecord, RECORD_VERSION};
+use super::rules::{refused, PROFILE};
 use super::store::Kind;
+use crate::cloud::model;
 use crate::cloud::{
-    CloudError, CloudResult, CopyKind, CopyStatus, NewSnapshot, Resource, VolumeCopy, VolumeStatus,
+    CloudError, CloudResult, CopyKind, CopyStatus, NewSnapshot, Resource, VolumeCopy,
 };
 
 fn not_found(id: &str) -> CloudError {
@@ -26,12 +28,7 @@ impl Inner {
                     .ok_or_else(|| CloudError::not_found(Resource::Volume, &req.volume_id))?;
                 // In-use volumes may be snapshotted (Cinder 3.66+ needs no `force` for that);
                 // the copy is crash-consistent, like a Cinder snapshot of an attached disk.
-                if !matches!(v.status(), VolumeStatus::Available | VolumeStatus::InUse) {
-                    return Err(conflict(format!(
-                        "volume {} must be available or in-use to be snapshotted, it is {}",
-                        req.volume_id, v.status
-                    )));
-                }
+                model::snapshot(&PROFILE, &v.to_volume(), req.force).map_err(refused)?;
                 let dev = v.attachments.first().map(|a| PathBuf::from(&a.device));
                 (v.size_gib, dev)
             };
@@ -72,25 +69,9 @@ impl Inner {
         let mut rec = {
             let st = self.read();
             let s = st.snapshots.get(id).ok_or_else(|| not_found(id))?;
-            if s.is_creating() {
-                return Err(conflict(format!("snapshot {id} is still being created")));
-            }
-            if let Some(g) = &s.group_snapshot_id {
-                return Err(conflict(format!(
-                    "snapshot {id} is part of group snapshot {g}; delete the group snapshot"
-                )));
-            }
-            let restoring = st.volumes.values().any(|v| {
-                v.snapshot_id.as_deref() == Some(id) && v.status() == VolumeStatus::Creating
-            }) || st
-                .backups
-                .values()
-                .any(|b| b.snapshot_id.as_deref() == Some(id) && b.is_creating());
-            if restoring {
-                return Err(conflict(format!(
-                    "snapshot {id} is being copied (a restore or backup is in progress)"
-                )));
-            }
+            let uses = st.copy_uses(CopyKind::Snapshot, id);
+            model::delete_snapshot(&PROFILE, &s.to_copy(CopyKind::Snapshot), uses)
+                .map_err(refused)?;
             s.clone()
         };
         rec.status = CopyStatus::Deleting.as_str().to_string();

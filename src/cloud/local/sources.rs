@@ -4,11 +4,12 @@
 
 use std::path::PathBuf;
 
-use super::backend::{bad_request, conflict, Inner};
+use super::backend::{bad_request, Inner};
 use super::records::VolumeRecord;
+use super::rules::refused;
 use super::store::Kind;
-use super::volumes::copyable;
-use crate::cloud::{CloudError, CloudResult, NewVolume, Resource, VolumeSource};
+use crate::cloud::model;
+use crate::cloud::{CloudError, CloudResult, CopyKind, NewVolume, Resource, VolumeSource};
 
 impl Inner {
     /// Check the content source and note it in `rec`; returns the file to copy and, for an
@@ -19,12 +20,6 @@ impl Inner {
         rec: &mut VolumeRecord,
     ) -> CloudResult<Option<(PathBuf, Option<PathBuf>)>> {
         let st = self.read();
-        let too_small = |kind: &str, id: &str, gib: u64| {
-            bad_request(format!(
-                "requested size {} GiB is smaller than the {kind} {id} ({gib} GiB)",
-                req.size_gib
-            ))
-        };
         // The new volume is in its source volume's zone: asked for another, it is refused.
         let same_zone = |rec: &mut VolumeRecord, kind: &str, id: &str, zone: Option<&String>| {
             let Some(zone) = zone else { return Ok(()) };
@@ -48,15 +43,8 @@ impl Inner {
                     .snapshots
                     .get(id)
                     .ok_or_else(|| CloudError::not_found(Resource::Snapshot, id))?;
-                if !s.is_available() {
-                    return Err(conflict(format!(
-                        "snapshot {id} must be available to restore from, it is {}",
-                        s.status
-                    )));
-                }
-                if req.size_gib < s.size_gib {
-                    return Err(too_small("snapshot", id, s.size_gib));
-                }
+                model::restore_from(&s.to_copy(CopyKind::Snapshot), req.size_gib)
+                    .map_err(refused)?;
                 let zone = st.volumes.get(&s.volume_id).map(|v| &v.availability_zone);
                 same_zone(rec, "snapshot", id, zone)?;
                 rec.snapshot_id = Some(id.clone());
@@ -67,15 +55,7 @@ impl Inner {
                     .volumes
                     .get(id)
                     .ok_or_else(|| CloudError::not_found(Resource::Volume, id))?;
-                if !copyable(&v.status()) {
-                    return Err(conflict(format!(
-                        "volume {id} must be available or in-use to clone, it is {}",
-                        v.status
-                    )));
-                }
-                if req.size_gib < v.size_gib {
-                    return Err(too_small("source volume", id, v.size_gib));
-                }
+                model::clone_from(&v.to_volume(), req.size_gib).map_err(refused)?;
                 same_zone(rec, "source volume", id, Some(&v.availability_zone))?;
                 rec.source_volume_id = Some(id.clone());
                 let dev = v.attachments.first().map(|a| PathBuf::from(&a.device));
@@ -86,15 +66,7 @@ impl Inner {
                     .backups
                     .get(id)
                     .ok_or_else(|| CloudError::not_found(Resource::Backup, id))?;
-                if !b.is_available() {
-                    return Err(conflict(format!(
-                        "backup {id} must be available to restore from, it is {}",
-                        b.status
-                    )));
-                }
-                if req.size_gib < b.size_gib {
-                    return Err(too_small("backup", id, b.size_gib));
-                }
+                model::restore_from(&b.to_copy(CopyKind::Backup), req.size_gib).map_err(refused)?;
                 rec.backup_id = Some(id.clone());
                 Ok(Some((self.layout.data(Kind::Backup, id), None)))
             }

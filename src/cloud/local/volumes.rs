@@ -7,12 +7,14 @@ use std::fs::OpenOptions;
 use async_trait::async_trait;
 use tokio::time::Instant;
 
-use super::backend::{bad_request, conflict, io_error, Inner, LocalCloud, PACE};
+use super::backend::{conflict, io_error, Inner, LocalCloud, PACE};
 use super::data::{self, Source};
 use super::loopdev::{release, LoopDevice};
 use super::paging::paginate;
 use super::records::{self, VolumeRecord, RECORD_VERSION};
+use super::rules::{refused, PROFILE};
 use super::store::Kind;
+use crate::cloud::model::{self, VolumeUse};
 use crate::cloud::poll::{poll, Look};
 use crate::cloud::{
     CloudError, CloudResult, MigrationPolicy, NewVolume, Page, PageRequest, Resource, Volume,
@@ -21,11 +23,6 @@ use crate::cloud::{
 
 fn not_found(id: &str) -> CloudError {
     CloudError::not_found(Resource::Volume, id)
-}
-
-/// Statuses a copy may be taken from (Cinder allows snapshots/clones of in-use volumes).
-pub(super) fn copyable(status: &VolumeStatus) -> bool {
-    matches!(status, VolumeStatus::Available | VolumeStatus::InUse)
 }
 
 #[async_trait]
@@ -117,9 +114,7 @@ impl Volumes for LocalCloud {
 
 impl Inner {
     pub(super) fn create_volume(&self, req: &NewVolume) -> CloudResult<Volume> {
-        if req.size_gib == 0 {
-            return Err(bad_request("volume size must be at least 1 GiB"));
-        }
+        model::new_volume_size(req.size_gib).map_err(refused)?;
         let vtype = match &req.volume_type {
             None => records::find_volume_type(records::TYPE_DEFAULT).expect("default type"),
             Some(t) => records::find_volume_type(t)
@@ -191,51 +186,17 @@ impl Inner {
         let (mut rec, snapshots) = {
             let st = self.read();
             let v = st.volumes.get(id).ok_or_else(|| not_found(id))?;
-            if !v.attachments.is_empty() {
-                let servers: Vec<_> = v.attachments.iter().map(|a| a.server_id.as_str()).collect();
-                return Err(conflict(format!(
-                    "volume {id} is attached to {}; detach it first",
-                    servers.join(", ")
-                )));
-            }
-            let status = v.status();
-            if !(status == VolumeStatus::Available
-                || status == VolumeStatus::Deleting
-                || status.is_error())
-            {
-                return Err(conflict(format!(
-                    "volume {id} must be available or in error to be deleted, it is {status}"
-                )));
-            }
             let snapshots: Vec<String> = st
                 .snapshots
                 .values()
                 .filter(|s| s.volume_id == id)
                 .map(|s| s.id.clone())
                 .collect();
-            if !snapshots.is_empty() && !cascade {
-                return Err(conflict(format!(
-                    "volume {id} has {} dependent snapshot(s); delete them first or cascade",
-                    snapshots.len()
-                )));
-            }
-            let busy = st
-                .snapshots
-                .values()
-                .any(|s| s.volume_id == id && s.is_creating())
-                || st
-                    .backups
-                    .values()
-                    .any(|b| b.volume_id == id && b.is_creating())
-                || st.volumes.values().any(|c| {
-                    c.source_volume_id.as_deref() == Some(id)
-                        && c.status() == VolumeStatus::Creating
-                });
-            if busy {
-                return Err(conflict(format!(
-                    "volume {id} is being copied (snapshot, backup or clone in progress)"
-                )));
-            }
+            let uses = VolumeUse {
+                snapshots: snapshots.len(),
+                copying: st.copying(id),
+            };
+            model::delete_volume(&PROFILE, &v.to_volume(), uses, cascade).map_err(refused)?;
             (v.clone(), snapshots)
         };
         self.unbound_before_delete(id)?;
@@ -287,27 +248,8 @@ impl Inner {
             .get(id)
             .cloned()
             .ok_or_else(|| not_found(id))?;
-        if new_size_gib <= rec.size_gib {
-            return Err(bad_request(format!(
-                "new size {new_size_gib} GiB must be greater than the current size {} GiB",
-                rec.size_gib
-            )));
-        }
+        model::extend(&rec.to_volume(), new_size_gib, online).map_err(refused)?;
         self.check_fits(new_size_gib)?;
-        match rec.status() {
-            VolumeStatus::Available => {}
-            VolumeStatus::InUse if online => {}
-            VolumeStatus::InUse => {
-                return Err(conflict(format!(
-                    "volume {id} is in-use; extending an attached volume needs online extend"
-                )))
-            }
-            other => {
-                return Err(conflict(format!(
-                    "volume {id} must be available or in-use to be extended, it is {other}"
-                )))
-            }
-        }
         let path = self.layout.data(Kind::Volume, id);
         let file = OpenOptions::new()
             .write(true)
@@ -346,24 +288,7 @@ impl Inner {
             .get(id)
             .cloned()
             .ok_or_else(|| not_found(id))?;
-        if !copyable(&rec.status()) {
-            return Err(conflict(format!(
-                "volume {id} must be available or in-use to be retyped, it is {}",
-                rec.status
-            )));
-        }
-        if rec.volume_type == t.name {
-            return Err(bad_request(format!(
-                "volume {id} already has type {}",
-                t.name
-            )));
-        }
-        if !t.multiattach && rec.attachments.len() > 1 {
-            return Err(conflict(format!(
-                "volume {id} is attached to several servers; type {} does not allow that",
-                t.name
-            )));
-        }
+        model::retype(&rec.to_volume(), &t).map_err(refused)?;
         rec.volume_type = t.name;
         rec.multiattach = t.multiattach;
         self.put_volume(rec)

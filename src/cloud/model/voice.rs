@@ -1,0 +1,37 @@
+//! Whose words a refusal is given in, and the error it becomes.
+
+use crate::cloud::{CloudError, RequestId, Resource};
+
+use super::refusal::{Code, Refusal};
+use super::{cinder_words, local_words};
+
+/// Whose words a refusal is given in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Voice {
+    /// Cinder's and Nova's own words and codes (the fake: the core's tests see what the real
+    /// cloud answers).
+    Cinder,
+    /// The local backend's words: the objects named, and what to do about it.
+    Local,
+}
+
+impl Voice {
+    /// The error an adapter answers `r` with, carrying `request_id`.
+    pub fn refuse(self, r: Refusal, request_id: RequestId) -> CloudError {
+        let (code, message) = match self {
+            Voice::Cinder => cinder_words::words(&r),
+            Voice::Local => local_words::words(&r),
+        };
+        match code {
+            Code::Conflict => CloudError::Conflict {
+                message,
+                request_id,
+            },
+            Code::BadRequest => CloudError::BadRequest {
+                message,
+                request_id,
+            },
+            Code::NoAttachment => CloudError::not_found(Resource::Attachment, message),
+        }
+    }
+}
