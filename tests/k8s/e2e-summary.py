@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Summarises a ginkgo JSON report of tests/k8s/e2e.sh.
 
-    e2e-summary.py [--no-skips] REPORT.json [FOCUS_RE [SKIP_RE]]
+    e2e-summary.py [--no-skips] REPORT.json[,REPORT.json...] [FOCUS_RE [SKIP_RE]]
 
 Prints the passed specs by name, the failed specs with their failure, the specs the suite
 skipped itself (with its reason), a count of those e2e-skips.txt removed, and as the LAST line
 "N passed, N failed, N skipped". Skipped counts only specs the focus selected: the ones the
 suite skipped when they ran (a capability the driver definition does not declare, a second
 node missing, ...) and the ones the skip list removed; specs outside the focus are not
-counted. Exit status 0 only when nothing failed and at least one spec passed (--no-skips:
+counted. Several reports (e2e.sh's parallel and serial passes) count as one run: a spec is
+taken from the report in which it ran (each pass leaves the other's specs unstarted). Exit status 0 only when nothing failed and at least one spec passed (--no-skips:
 and none was skipped, for a run whose every selected spec must run).
 """
 import collections
@@ -19,12 +20,31 @@ import sys
 FAILED = {"failed", "panicked", "timedout", "interrupted", "aborted"}
 
 
+def merge(reports):
+    """One report of several passes over the same specs: suite-level nodes of every pass, and
+    each spec once, from the pass in which it started (else as the first pass has it)."""
+    specs, order, others = {}, [], []
+    for report in reports:
+        for suite in report:
+            for spec in suite.get("SpecReports") or []:
+                if spec.get("LeafNodeType") != "It":
+                    others.append(spec)
+                    continue
+                key = (tuple(spec.get("ContainerHierarchyTexts") or []), spec.get("LeafNodeText", ""))
+                if key not in specs:
+                    order.append(key)
+                    specs[key] = spec
+                elif specs[key].get("NumAttempts", 0) == 0 and spec.get("NumAttempts", 0) > 0:
+                    specs[key] = spec
+    return [{"SpecReports": others + [specs[k] for k in order]}]
+
+
 def main():
     argv = sys.argv[1:]
     no_skips = bool(argv) and argv[0] == "--no-skips"
     if no_skips:
         argv = argv[1:]
-    report = json.load(open(argv[0]))
+    report = merge([json.load(open(p)) for p in argv[0].split(",")])
     focus = re.compile(argv[1]) if len(argv) > 1 and argv[1] else None
     skip = re.compile(argv[2]) if len(argv) > 2 and argv[2] else None
     passed, failed, skipped_run, skipped_list = [], [], [], []

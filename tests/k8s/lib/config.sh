@@ -141,8 +141,12 @@ chart_values() {
                 node_env+=", {name: CINDER_CSI_NODE_AZ, valueFrom: {fieldRef: {fieldPath: \"metadata.labels['$zone_key']\"}}}"
                 zones_arg=", \"--local-zones=$(node_zones)\""
             fi
+            # A cloud.conf of one section: a small attach limit per node (NodeGetInfo
+            # max_volumes_per_node → CSINode allocatable), so the suite's [Serial] volumeLimits
+            # spec, which fills one node up to it, makes K8S_NODE_ATTACH_LIMIT volumes, not
+            # the default 256.
             cat >"$f" <<EOF
-secret: {enabled: false}
+secret: {enabled: true, create: true, data: {BlockStorage: {node-volume-attach-limit: ${K8S_NODE_ATTACH_LIMIT:-12}}}}
 node:
   kubeletDir: $kubelet_dir
   extraArgs: [--backend=local, --local-dir=$state/local]

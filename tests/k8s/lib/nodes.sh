@@ -74,6 +74,8 @@ nodes_pki() {
         cert "$kubelet_cert" "system:node:$node_name" system:nodes "DNS:$node_name,IP:$kubelet_ip,IP:127.0.0.1"
         kubeconfig "$kubelet_cert" "$kubelet_cert"
     done
+    ssh_keys_make
+    for i in $(node_list); do node_ctx "$i"; node_ssh_config; done
 }
 
 # The host bridge, each node's network namespace, veth, addresses and routes.
@@ -118,6 +120,7 @@ nodes_start_runtime() {
     for i in $(node_list); do
         node_ctx "$i"
         wait_for "$node_name: containerd serving" 60 "$(peer crictl)" -r "unix://$ctr_sock" version
+        node_ssh_start
     done
 }
 
@@ -137,6 +140,10 @@ nodes_start_kubelets() {
 # The node's kube-proxy and kubelet (node_ctx's node).
 node_start_kubelet() {
     start_in_nodens "kube-proxy$nsfx" "$(peer kube-proxy)" --config="$nstate/kube-proxy-config.yaml"
+    node_kubelet_start
+}
+# The kubelet alone (also the node's `systemctl start kubelet`, lib/nodessh.sh).
+node_kubelet_start() {
     start_in_nodens "kubelet$nsfx" "$(peer kubelet)" --config="$nstate/kubelet-config.yaml" \
         --kubeconfig="$state/$kubelet_cert.kubeconfig" --root-dir="$kubelet_dir" \
         --cert-dir="$nstate/kubelet/pki" --hostname-override="$node_name" --node-ip="$kubelet_ip" \
@@ -150,6 +157,8 @@ nodes_stop() {
     crictl=$("$repo/tests/peers/build" --path crictl)
     for i in $(node_list); do
         node_ctx "$i"
+        stop_daemon "node-agent$nsfx"
+        stop_daemon "sshd$nsfx"
         stop_daemon "kubelet$nsfx"
     done
     for i in $(node_list); do
@@ -181,7 +190,7 @@ nodes_status() {
     local i n rc=0
     for i in $(node_list); do
         node_ctx "$i"
-        for n in "nodens$nsfx" "containerd$nsfx" "kube-proxy$nsfx" "kubelet$nsfx"; do
+        for n in "nodens$nsfx" "containerd$nsfx" "kube-proxy$nsfx" "kubelet$nsfx" "sshd$nsfx" "node-agent$nsfx"; do
             if alive "$n"; then echo "$node_name $n: pid $(<"$state/pids/$n.pid")"; else echo "$node_name $n: not running"; rc=1; fi
         done
     done
@@ -211,7 +220,7 @@ nodes_poweroff() {
         for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
         ! kill -0 "$p" 2>/dev/null || die "poweroff $node_name: its PID 1 (pid $p) survived SIGKILL"
     fi
-    rm -f "$state/pids/"{"$nodens_name","containerd$nsfx","kube-proxy$nsfx","kubelet$nsfx"}.pid
+    rm -f "$state/pids/"{"$nodens_name","containerd$nsfx","kube-proxy$nsfx","kubelet$nsfx","sshd$nsfx"}.pid
     for _ in 1 2 3; do
         m=$(awk -v p="$nstate/kubelet/" 'index($2, p) == 1 { print $2 }' /proc/self/mounts | sort -r)
         [[ -z $m ]] && break
@@ -231,6 +240,7 @@ nodes_poweron() {
         nodens_exec mount --bind "$nstate/kubelet" "$kubelet_dir"
         start_in_nodens "containerd$nsfx" containerd --config "$nstate/containerd/config.toml"
         wait_for "$node_name: containerd serving" 60 "$(peer crictl)" -r "unix://$ctr_sock" version
+        node_ssh_start
         node_start_kubelet
     fi
     wait_for "node $node_name ($node_zone) Ready" 180 kc wait --for=condition=Ready "node/$node_name" --timeout=5s

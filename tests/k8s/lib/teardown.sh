@@ -160,7 +160,7 @@ down() {
 # loop devices, network namespaces, links, routes, iptables rules, cgroups. Fails if anything.
 leak_report() {
     local left=() x
-    x=$(pgrep -af -- "$state/" | head -5) && left+=("processes: $x")
+    x=$(pgrep -af -- "$state/|k8s/cluster node-agent " | head -5) && left+=("processes: $x")
     x=$(awk -v p="$state/" -v k="$kubelet_dir/" 'index($2, p) == 1 || index($2, k) == 1 || $2 == substr(k, 1, length(k) - 1) { print $2 }' \
         /proc/self/mounts | head -5) && [[ -n $x ]] && left+=("mounts: $x")
     x=$(losetup -l -n -O NAME,BACK-FILE 2>/dev/null | grep -F "$state/") && left+=("loop devices: $x")
