@@ -135,7 +135,9 @@ fi
 # source's zone (Cinder's rule, and the local backend's: "volume must be in the same
 # availability zone as the snapshot"): seen failing 3 of the CI focus on 3 nodes, 2026-12-05.
 # The multi-node specs still get the zone's 2 nodes; the topology suite sets its own
-# allowedTopologies. Across zones: tests/k8s/multinode.sh.
+# allowedTopologies. Across zones: tests/k8s/multinode.sh. Only the parallel pass: the serial
+# volumeLimits spec fills a node it picks at random, in any zone, with the class's volumes.
+par_args=("${args[@]}")
 zone_key=topology.cinder.csi.openstack.org/zone
 zone=$(k get nodes -o jsonpath="{range .items[*]}{.metadata.labels.${zone_key//./\\.}}{'\n'}{end}" |
     sed '/^$/d' | sort | uniq -c | sort -k1,1nr -k2 | awk '{ print $2 }')
@@ -149,22 +151,22 @@ if (($(wc -l <<<"$zone") > 1)); then
         "$testdriver" >"$out/$(basename "$testdriver")"
     ! cmp -s "$testdriver" "$out/$(basename "$testdriver")" ||
         { echo "e2e.sh: $(basename "$testdriver") takes no tests/k8s/storageclass-e2e.yaml to pin" >&2; exit 2; }
-    testdriver=$out/$(basename "$testdriver")
-    args=(-storage.testdriver="$testdriver" -cinder.groupsnapshot-testdriver="$testdriver" "${args[@]:2}")
-    echo "e2e: nodes in several zones: the suite's class is pinned to $zone ($out/storageclass-e2e.yaml)"
+    par_args=(-storage.testdriver="$out/$(basename "$testdriver")"
+        -cinder.groupsnapshot-testdriver="$out/$(basename "$testdriver")" "${args[@]:2}")
+    echo "e2e: nodes in several zones: the parallel pass's class is pinned to $zone ($out/storageclass-e2e.yaml)"
 fi
 echo "e2e: $(basename "$testdriver"), $procs process(es), output in $out"
 start=$SECONDS
 rc=0
-# ginkgo_pass NAME PROCS LABEL_FILTER TIMEOUT: one ginkgo run of the selected specs that match
-# LABEL_FILTER, its JSON report in report-NAME.json, its output appended to ginkgo.log.
+# ginkgo_pass NAME PROCS LABEL_FILTER TIMEOUT SUITE-ARGS...: one ginkgo run of the selected specs
+# that match LABEL_FILTER, its JSON report in report-NAME.json, its output appended to ginkgo.log.
 # --timeout bounds the pass; a spec still running then fails (interrupted).
 ginkgo_pass() {
     local r=0
     echo "=== pass $1: $2 process(es), labels $3" >>"$out/ginkgo.log"
     (cd "$out" && "$ginkgo" run --procs="$2" --timeout="$4" --no-color --label-filter="$3" \
         --focus="$focus" --skip="$skip" --json-report="report-$1.json" --output-dir="$out" \
-        --silence-skips ./cinder-csi-e2e.test -- "${args[@]}" -kubeconfig="$KUBECONFIG") \
+        --silence-skips ./cinder-csi-e2e.test -- "${@:5}" -kubeconfig="$KUBECONFIG") \
         >>"$out/ginkgo.log" 2>&1 || r=$?
     echo "e2e: pass $1 exited $r after $((SECONDS - start)) s"
     ((rc)) || rc=$r
@@ -184,10 +186,10 @@ if [[ $suite_peer == cinder-csi-e2e ]]; then
     # and [Disruptive] those that stop a node's kubelet; they only carry ginkgo labels, which
     # do not keep ginkgo from running them beside others. So: everything else in parallel,
     # then those one at a time.
-    ginkgo_pass parallel "$procs" '!Serial && !Disruptive' "${limit}s"
+    ginkgo_pass parallel "$procs" '!Serial && !Disruptive' "${limit}s" "${par_args[@]}"
     left=$((limit - (SECONDS - start)))
     if ((left > 0)); then
-        ginkgo_pass serial 1 'Serial || Disruptive' "${left}s"
+        ginkgo_pass serial 1 'Serial || Disruptive' "${left}s" "${args[@]}"
     else
         echo "e2e: no time left for the serial pass (E2E_TIMEOUT=$timeout)"
         rc=1
@@ -195,7 +197,7 @@ if [[ $suite_peer == cinder-csi-e2e ]]; then
     reports=$out/report-parallel.json
     [[ ! -f $out/report-serial.json ]] || reports+=,$out/report-serial.json
 else
-    (cd "$out" && ./cinder-csi-e2e.test "${args[@]}" -kubeconfig="$KUBECONFIG" \
+    (cd "$out" && ./cinder-csi-e2e.test "${par_args[@]}" -kubeconfig="$KUBECONFIG" \
         -ginkgo.timeout="${limit}s" -ginkgo.no-color -ginkgo.focus="$focus" \
         -ginkgo.skip="$skip" -ginkgo.silence-skips -ginkgo.json-report=report.json) \
         >"$out/ginkgo.log" 2>&1 || rc=$?
