@@ -87,12 +87,14 @@ node_agent() {
     while read -r id verb unit args <&3; do
         reply=$nstate/systemd/reply.$id
         [[ $id =~ ^[0-9]+$ && -p $reply ]] || continue
-        # Its stdout is the answer; its log lines (stderr) stay in this agent's log.
+        # Its stdout is the answer; its log lines (stderr) stay in this agent's log. Opened
+        # read-write: the caller holds its end open from before its request, and a caller
+        # gone meanwhile must not leave the agent waiting for a reader.
         {
             node_unit "$verb" "$unit" "$args"
             rc=$?
             echo "rc=$rc"
-        } >"$reply"
+        } 1<>"$reply"
     done
 }
 
