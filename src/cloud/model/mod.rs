@@ -6,6 +6,7 @@
 //! its [`Voice`]. What differs between the clouds the adapters stand for is a named knob of
 //! their [`Profile`], never a rule written twice.
 
+#[cfg(any(test, feature = "test-support"))]
 mod cinder_words;
 mod copies;
 mod groups;
