@@ -11,7 +11,9 @@
 #   --skip RE        skip these too (on top of tests/k8s/e2e-skips.txt)
 #   --testdriver F   the driver definition (default: tests/k8s/testdriver-<backend>.yaml,
 #                    the backend the installed controller runs, or $CINDER_CSI_K8S_BACKEND)
-#   --procs N        parallel ginkgo processes (default $E2E_PROCS or 3)
+#   --procs N        parallel ginkgo processes (default $E2E_PROCS or 3); the selected
+#                    [Serial] and [Disruptive] specs run after the others, one at a time
+#                    ([Disruptive]: on `cluster up --nodes N`, N > 1, whose nodes take SSH)
 #   --list           print the specs that would run (a dry run, no cluster needed) and exit
 #   --suite PEER     the suite binary (a peer of tests/peers/versions; default cinder-csi-e2e,
 #                    Kubernetes 1.34.4's). Another suite than the default runs in one process
@@ -52,7 +54,7 @@ while [[ $# -gt 0 ]]; do
         --groups)
             suite_peer=cinder-csi-e2e-1.37 focus='External.Storage.*group snapshots: Go definition'
             summary_args=(--no-skips); shift ;;
-        -h | --help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "e2e.sh: unknown argument '$1' (--help)" >&2; exit 2 ;;
     esac
 done
