@@ -6,6 +6,9 @@ use clap::{ArgAction, Parser, ValueEnum};
 
 use super::compat::UpstreamCompat;
 
+/// The serve flags' heading for the advanced and test ones.
+pub const ADVANCED_HEADING: &str = "Advanced and test options";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Mode {
     /// Identity + Controller (the StatefulSet beside the sidecars).
@@ -133,7 +136,7 @@ pub struct ServeArgs {
         env = "CINDER_CSI_BY_ID_DIR",
         default_value = "/dev/disk/by-id",
         value_name = "DIR",
-        help_heading = super::ADVANCED_HEADING
+        help_heading = ADVANCED_HEADING
     )]
     pub by_id_dir: PathBuf,
 
@@ -142,7 +145,7 @@ pub struct ServeArgs {
         long,
         env = "CINDER_CSI_METADATA_URL",
         value_name = "URL",
-        help_heading = super::ADVANCED_HEADING
+        help_heading = ADVANCED_HEADING
     )]
     pub metadata_url: Option<String>,
 
@@ -152,7 +155,7 @@ pub struct ServeArgs {
         env = "CINDER_CSI_SHUTDOWN_GRACE",
         default_value_t = 30,
         value_name = "SECONDS",
-        help_heading = super::ADVANCED_HEADING
+        help_heading = ADVANCED_HEADING
     )]
     pub shutdown_grace: u64,
 
