@@ -380,18 +380,8 @@ const MOD_RS_PENDING: &[&str] = &[
     "cloud/openstack/keystone/mod.rs",
     "cloud/openstack/mod.rs",
     "cloud/openstack/watcher/mod.rs",
-    "driver/controller/mod.rs",
     "driver/error/mod.rs",
-    "driver/probe/mod.rs",
     "host/fs/mod.rs",
-    "host/linux/mod.rs",
-    "host/linux/mounts/mod.rs",
-    "host/metadata/config_drive/mod.rs",
-    "host/mod.rs",
-    "server/csi/controller/mod.rs",
-    "server/csi/status/mod.rs",
-    "tools/demo/mod.rs",
-    "tools/doctor/mod.rs",
 ];
 
 #[test]

@@ -1,7 +1,13 @@
 use std::sync::Mutex as StdMutex;
 
 use super::*;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
 use crate::cloud::fake::FakeCloud;
+use crate::cloud::Clouds;
 use crate::cloud::{CloudError, Op};
 use crate::driver::node::{NodeCore, NodeHealth, NodeOptions};
 use crate::host::fake::FakeHost;

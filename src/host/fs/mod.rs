@@ -1,5 +1,5 @@
 //! The filesystems the driver can format, mount and grow: one file each (the ext family
-//! shares one), implementing [`FilesystemOps`], and the registry below.
+//! shares one), implementing [`FilesystemOps`], and the registry (`FsKind`, kept here beside the `mod` lines so a new filesystem touches two files).
 //!
 //! Adding a filesystem: write `<name>.rs` with its `FilesystemOps` (signature, mkfs, check,
 //! grow, mount options, tools), then register it here: its `mod` line, its [`FsKind`]

@@ -11,6 +11,7 @@ use super::*;
 use crate::cloud::SchedulerHints;
 use crate::driver::controller::affinity::{split_list, AFFINITY_KEY, ANTI_AFFINITY_KEY};
 use crate::driver::Error;
+use crate::driver::Invalid;
 use crate::net::kube::{ClaimReader, KubeError};
 
 /// PVCs by `namespace/name`; a missing one answers `fail` (or Refused 404).

@@ -29,6 +29,7 @@ use crate::cloud::Clouds;
 use crate::driver::types::{
     AccessMode, AccessType, CapacityRange, TopologyRequirement, VolumeCapability, GIB,
 };
+use crate::driver::Result;
 
 /// A deadline generous enough for every transition of the fake to settle.
 pub const LONG: Duration = Duration::from_secs(60);

@@ -1,4 +1,11 @@
 use super::*;
+use std::path::Path;
+
+use nix::mount::{MntFlags, MsFlags};
+
+use super::super::beneath::Beneath;
+use super::super::mountinfo;
+use crate::host::HostError;
 
 /// A tmpfs mounted on a fresh directory, detached when dropped (a failed test too).
 struct Tmpfs(tempfile::TempDir);

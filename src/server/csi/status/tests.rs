@@ -4,12 +4,17 @@
 use std::path::PathBuf;
 
 use super::*;
+use tonic::Code;
+
+use crate::cloud::CloudError;
 use crate::cloud::{CopyKind, CopyStatus, MigrationPolicy, RequestId, Resource, VolumeStatus};
 use crate::driver::types::{AccessMode, CapacityRange};
 use crate::driver::{
     Change, Cleanup, Failure, Invalid, Mismatch, Named, NodeRefusal, NotAtPath, ParamClass,
     PathRole, Range, Refusal, Unsupported, VolumeDiff,
 };
+use crate::driver::{Error, TokenProblem};
+use crate::host::HostError;
 use crate::host::{Content, DevId, FsKind};
 
 fn says(e: impl Into<Error>, want: &str) {
