@@ -379,7 +379,6 @@ const MOD_RS_PENDING: &[&str] = &[
     "cloud/openstack/http/mod.rs",
     "cloud/openstack/keystone/mod.rs",
     "cloud/openstack/mod.rs",
-    "cloud/openstack/watcher/mod.rs",
     "driver/error/mod.rs",
     "host/fs/mod.rs",
 ];

@@ -3,13 +3,17 @@
 //! fallbacks.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use super::pace::{next_interval, POLL_AFTER_PROGRESS, POLL_MAX, POLL_MAX_SHARED};
-use super::state::moved;
-use super::*;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::pace::{next_interval, POLL_AFTER_PROGRESS, POLL_FIRST, POLL_MAX, POLL_MAX_SHARED};
+use super::state::{moved, Entry, Obs};
+use crate::cloud::openstack::dto::VolumeDto;
 use crate::cloud::openstack::testserver::{step, Fake, Step};
 use crate::cloud::openstack::{ApiMetrics, OpenStack};
-use crate::cloud::{VolumeStatus, Volumes};
+use crate::cloud::{CloudError, Resource, VolumeStatus, VolumeWait, Volumes};
 
 async fn cloud(fake: &Fake) -> Arc<OpenStack> {
     Arc::new(
