@@ -378,7 +378,6 @@ const MOD_RS_PENDING: &[&str] = &[
     "cloud/local/loopdev/mod.rs",
     "cloud/openstack/http/mod.rs",
     "cloud/openstack/keystone/mod.rs",
-    "cloud/openstack/mod.rs",
     "driver/error/mod.rs",
     "host/fs/mod.rs",
 ];
