@@ -182,20 +182,29 @@ EOF
 }
 
 # Values for the test cloud, from its env.sh (run in a subshell that sourced it): its
-# cloud.conf as the Secret, node-1 of the test hypervisor as this node (its by-id directory and
-# metadata URL). With the cloud reachable from pods (lib/cloudnet.sh) the cloud.conf takes
-# Keystone at the pod bridge's gateway and the catalog's internal endpoints, and the
-# controller runs on the pod network; else (several nodes) on the host network, as the cloud
-# listens on 127.0.0.1 only.
+# cloud.conf as the Secret; on one node, node-1 of the test hypervisor as this node (its by-id
+# directory and metadata URL); on several, node-I as node I (lib/cloudnet.sh: the metadata
+# URL names the pod's node, downward API; the by-id directory is node-I's in node I's mount
+# namespace). With the cloud reachable from the cluster (lib/cloudnet.sh) the cloud.conf takes
+# Keystone at the gateway and the catalog's internal endpoints, and the controller runs on the
+# pod network; else on the host network, as the cloud listens on 127.0.0.1 only.
 openstack_values() {
     [[ -f ${OSTACK_CLOUD_CONF:-} ]] || die "the test cloud's env.sh names no cloud.conf (OSTACK_CLOUD_CONF)"
-    local conf host_net=true
+    local conf host_net=true by_id=${OSTACK_NODE_1_BY_ID_DIR:?} md=${OSTACK_NODE_1_METADATA_URL:?} env=""
     conf=$(cat "$OSTACK_CLOUD_CONF")
     if [[ -f $state/cloud-dnat ]]; then
         host_net=false
         [[ $OS_AUTH_URL == http://127.0.0.1:* ]] || die "the test cloud's Keystone is not on 127.0.0.1: $OS_AUTH_URL"
         conf=$(sed -e "s#^auth-url *=.*#auth-url = http://$(cloud_gateway):${OS_AUTH_URL#http://127.0.0.1:}#" \
             -e 's/^\[Global\]$/[Global]\nos-endpoint-type = internal/' <<<"$conf")
+    fi
+    if ((nodes > 1)); then
+        [[ $md == http://127.0.0.1:*/node-1/* ]] || die "the test cloud's metadata URL is not http://127.0.0.1:PORT/node-1/...: $md"
+        by_id=$state/by-id
+        # Kubernetes expands $(K8S_NODE_NAME) in the args from the container's env.
+        md=${md/127.0.0.1/$(cloud_gateway)}
+        md=${md/\/node-1\//\/\$(K8S_NODE_NAME)\/}
+        env="  extraEnv: [{name: K8S_NODE_NAME, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}]"
     fi
     cat <<EOF
 secret:
@@ -207,13 +216,14 @@ $(sed 's/^/      /' <<<"$conf")
 node:
   kubeletDir: $kubelet_dir
   extraArgs:
-    - --by-id-dir=${OSTACK_NODE_1_BY_ID_DIR:?}
-    - --metadata-url=${OSTACK_NODE_1_METADATA_URL:?}
+    - --by-id-dir=$by_id
+    - --metadata-url=$md
+$env
   # The hypervisor's links come and go as files in this directory (no mounts), so a plain bind
   # shows them; HostToContainer would need the host path to be a shared mount (runc refuses a
   # private one), which it is not.
-  extraVolumes: [{name: by-id, hostPath: {path: $OSTACK_NODE_1_BY_ID_DIR, type: Directory}}]
-  extraVolumeMounts: [{name: by-id, mountPath: $OSTACK_NODE_1_BY_ID_DIR}]
+  extraVolumes: [{name: by-id, hostPath: {path: $by_id, type: Directory}}]
+  extraVolumeMounts: [{name: by-id, mountPath: $by_id}]
 controller:
   hostNetwork: $host_net
 EOF

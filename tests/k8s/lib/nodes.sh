@@ -46,6 +46,9 @@ node_ctx() {
     nsfx=-n$i
     node_zone=$(((i % 2) ? 0 : 1))
     node_zone=zone-$([[ $node_zone == 0 ]] && echo a || echo b)
+    # Over the test cloud: its Nova server's zone, as a cloud provider labels nodes (cloudnet.sh;
+    # `up` checked the cloud has the node; `down` needs no zone, nor the cloud up).
+    [[ $(cat "$state/backend" 2>/dev/null) != openstack ]] || node_zone=$(cloud_node_zone "$i" 2>/dev/null || echo "$node_zone")
 }
 
 # The zones of the cluster's nodes, comma-separated, in order (zone-a,zone-b).
@@ -238,6 +241,7 @@ nodes_poweron() {
     if ! our_pid "$nodens_name" >/dev/null; then
         nodens_start
         nodens_exec mount --bind "$nstate/kubelet" "$kubelet_dir"
+        cloud_node_bind "$i" # the test cloud's backend: the node's own by-id dir (lib/cloudnet.sh)
         start_in_nodens "containerd$nsfx" containerd --config "$nstate/containerd/config.toml"
         wait_for "$node_name: containerd serving" 60 "$(peer crictl)" -r "unix://$ctr_sock" version
         node_ssh_start

@@ -38,6 +38,7 @@ down() {
     local t0=$SECONDS crictl="" p m l c ns nodes
     [[ -d $state ]] || { log "down: nothing in $state"; leak_report; return; }
     set +e
+    cloud_since=$(cat "$state/cloud-since" 2>/dev/null)
     cloud_net_undo
     nodes=$(cat "$state/nodes.count" 2>/dev/null || echo 1)
     # 0. The worker nodes of a multi-node cluster: kubelets, pod sandboxes, kube-proxies,
@@ -168,12 +169,14 @@ leak_report() {
         [[ -n $x ]] && left+=("network namespaces: $x")
     x=$(ip -br link 2>/dev/null | awk '$1 ~ /^(cinderk8s|ck8sn)/ { print $1 }') && [[ -n $x ]] && left+=("links: $x")
     x=$(ip route 2>/dev/null | grep -E "^(10\.244\.|$node_net_prefix\.)") && left+=("routes: $x")
-    x=$(iptables-save 2>/dev/null | grep -E 'KUBE-|10\.244\.' | head -5) && left+=("iptables: $x")
+    x=$(iptables-save 2>/dev/null | grep -E 'KUBE-|10\.244\.|cinder-csi-k8s-cloud' | head -5) && left+=("iptables: $x")
     x=$(ls -d /sys/fs/cgroup/*/"$cg_root" 2>/dev/null | head -3) && [[ -n $x ]] && left+=("cgroups: $x")
+    # A cluster over the test cloud: what it made there (the cloud's own objects stay).
+    x=$(cloud_leak_report "${cloud_since:-}" | head -8) && [[ -n $x ]] && left+=("test cloud: $x")
     if ((${#left[@]})); then
         log "down: leak check: left behind:"
         printf '  %s\n' "${left[@]}" >&2
         return 1
     fi
-    log "down: leak check: nothing left (processes, mounts, loop devices, network namespaces, links, routes, iptables rules, cgroups)"
+    log "down: leak check: nothing left (processes, mounts, loop devices, network namespaces, links, routes, iptables rules, cgroups${cloud_since:+, Cinder volumes of the driver made since $cloud_since and their attachments, the catalog})"
 }
