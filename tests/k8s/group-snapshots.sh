@@ -91,12 +91,16 @@ step "backend $K8S_BACKEND"
 [[ -z $(backend_groups) ]] || fail "the backend has group snapshot objects from an earlier run: $(backend_groups)"
 
 # A Cinder group holds volumes of one backend: on the test cloud the members get its volume
-# type pinned to one backend (a zone may have several).
-sc_params="csi.storage.k8s.io/fstype: xfs"
+# type pinned to one backend (a zone may have several), and, on several nodes, the class is
+# allowed in that backend's zone only (the first of OSTACK_AVAILABILITY_ZONES: the type is
+# pinned to the cloud's first backend, whose zone that list starts with), so the writer pod
+# lands where Cinder can place the members.
+sc_params="csi.storage.k8s.io/fstype: xfs" sc_topo=""
 if [[ $K8S_BACKEND == openstack ]]; then
-    gtype=$(eval "$("$repo/tests/openstack/ostack" env)"; echo "${OSTACK_GROUP_VOLUME_TYPE:-}")
+    read -r gtype gzone < <(eval "$("$repo/tests/openstack/ostack" env)"; echo "${OSTACK_GROUP_VOLUME_TYPE:-} ${OSTACK_AVAILABILITY_ZONES%% *}")
     [[ -n $gtype ]] || fail "the test cloud's env has no OSTACK_GROUP_VOLUME_TYPE (an older ostack up?)"
     sc_params+=", type: $gtype"
+    sc_topo="allowedTopologies: [{matchLabelExpressions: [{key: topology.cinder.csi.openstack.org/zone, values: [$gzone]}]}]"
 fi
 
 step "StorageClass, VolumeGroupSnapshotClass, namespace, 3 PVCs and a pod writing to them"
@@ -112,6 +116,7 @@ provisioner: cinder.csi.openstack.org
 parameters: {$sc_params}
 volumeBindingMode: WaitForFirstConsumer
 reclaimPolicy: Delete
+$sc_topo
 ---
 apiVersion: groupsnapshot.storage.k8s.io/v1
 kind: VolumeGroupSnapshotClass

@@ -100,6 +100,8 @@ ready() {
 
 # --- 0. What the migration needs.
 node=$(k get nodes -o jsonpath='{.items[0].metadata.name}')
+# Every pod on that node (several nodes: the requests name its server).
+POD_NODE=$node
 zone=$(k get node "$node" -o jsonpath='{.metadata.labels.topology\.cinder\.csi\.openstack\.org/zone}')
 [[ -n $zone ]] || fail "node $node has no topology.cinder.csi.openstack.org/zone label"
 migrated=$(k get csinode "$node" -o jsonpath='{.metadata.annotations.storage\.alpha\.kubernetes\.io/migrated-plugins}')
@@ -206,6 +208,7 @@ metadata: {name: ro-1}
 spec:
   restartPolicy: Never
   terminationGracePeriodSeconds: 1
+  nodeSelector: {kubernetes.io/hostname: $node}
   containers:
     - name: c
       image: $BUSYBOX_IMAGE
@@ -248,6 +251,7 @@ metadata: {name: inline-1}
 spec:
   restartPolicy: Never
   terminationGracePeriodSeconds: 1
+  nodeSelector: {kubernetes.io/hostname: $node}
   containers:
     - name: c
       image: $BUSYBOX_IMAGE
@@ -390,7 +394,7 @@ printf '%s\n' "$requests" | sed 's/^/    /'
 # out, so a stray readonly or volume_context would show).
 read -r -d '' checker <<'PY' || true
 import json, sys
-zone, server, ns, pv_made, id_ext4, id_xfs, id_made = sys.argv[1:]
+zone, server, ns, pv_made, id_ext4, id_xfs, id_made, zones = sys.argv[1:]
 calls = []
 for line in sys.stdin:
     if line.strip():
@@ -412,8 +416,12 @@ for m, r in calls:
                            "csi.storage.k8s.io/pvc/namespace": ns, "type": "standard-alt", "availability": zone},
             "volume_capabilities": [cap("xfs")],
             "accessibility_requirements": r.get("accessibility_requirements")})
-        for t in r.get("accessibility_requirements", {}).get("requisite", []):
-            expect("CreateVolume requisite topology", t, {"segments": {"topology.cinder.csi.openstack.org/zone": zone}})
+        # An Immediate class without allowedTopologies: every zone of the cluster's nodes (the
+        # class's `availability` then picks the volume's, checked in Cinder above).
+        expect("CreateVolume requisite topology",
+               sorted(json.dumps(t, sort_keys=True) for t in r.get("accessibility_requirements", {}).get("requisite", [])),
+               sorted(json.dumps({"segments": {"topology.cinder.csi.openstack.org/zone": z}}, sort_keys=True)
+                      for z in zones.split(",")))
     elif m == "ControllerPublishVolume":
         fs = {id_ext4: "ext4", id_xfs: "xfs", id_made: "xfs"}[vid]
         expect(f"ControllerPublishVolume {vid}", r, {"node_id": server, "volume_id": vid, "volume_capability": cap(fs)})
@@ -439,7 +447,10 @@ for m, key in count:
 print("    " + "\n    ".join(bad) if bad else f"    {len(calls)} requests as expected")
 sys.exit(1 if bad else 0)
 PY
-python3 -c "$checker" "$zone" "$server" "$ns" "$pv_made" "$id_ext4" "$id_xfs" "$id_made" <<<"$requests" ||
+# The zones of the cluster's nodes as their kubelets labelled them from NodeGetInfo.
+zones=$(k get nodes -o jsonpath='{range .items[*]}{.metadata.labels.topology\.cinder\.csi\.openstack\.org/zone}{"\n"}{end}' | sort -u | paste -sd,)
+[[ ,$zones, == *,"$zone",* ]] || fail "the nodes' zones ($zones) do not include $zone"
+python3 -c "$checker" "$zone" "$server" "$ns" "$pv_made" "$id_ext4" "$id_xfs" "$id_made" "$zones" <<<"$requests" ||
     fail "translated requests differ (above)"
 step "leak check"
 for id in "${made[@]}"; do

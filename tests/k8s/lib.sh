@@ -82,7 +82,7 @@ EOF
 }
 
 # pod NAME CLAIM SCRIPT [block]: busybox in $ns running SCRIPT with the claim at /data (or the
-# raw device at /dev/xvda). The script's exit status is the pod's.
+# raw device at /dev/xvda), on node $POD_NODE if set. The script's exit status is the pod's.
 pod() {
     local name=$1 claim=$2 script=$3 block=${4:-}
     local mount="volumeMounts: [{name: v, mountPath: /data}]"
@@ -94,6 +94,7 @@ metadata: {name: $name}
 spec:
   restartPolicy: Never
   terminationGracePeriodSeconds: 1
+  nodeSelector: {${POD_NODE:+kubernetes.io/hostname: $POD_NODE}}
   containers:
     - name: c
       image: $BUSYBOX_IMAGE

@@ -148,20 +148,27 @@ k -n "$ns" delete pod rwop2 rwop1 --wait=true --timeout=120s >/dev/null
 
 # --- 6. Disruption: the node plugin killed while a volume is mounted.
 step "disruption: node plugin pod killed while writer has data mounted"
-node_pod=$(plugin_pod node)
+# The node plugin of writer's node (on several nodes, not just any node's).
 node_ns=$(driver_ns node)
+writer_node=$(k -n "$ns" get pod writer -o jsonpath='{.spec.nodeName}')
+node_plugin() {
+    k -n "$node_ns" get pods -l app.kubernetes.io/name=cinder-csi,app.kubernetes.io/component=node \
+        --field-selector "spec.nodeName=$writer_node,status.phase!=Failed" -o jsonpath='{.items[0].metadata.name}'
+}
+node_pod=$(node_plugin)
+[[ -n $node_pod ]] || fail "no node plugin pod on $writer_node, writer's node"
 node_uid=$(k -n "$node_ns" get pod "$node_pod" -o jsonpath='{.metadata.uid}')
 k -n "$node_ns" delete pod "$node_pod" --grace-period=0 --force >/dev/null 2>&1
 for _ in $(seq 90); do
-    new=$(plugin_pod node 2>/dev/null || true)
+    new=$(node_plugin 2>/dev/null || true)
     if [[ -n $new ]] && [[ $(k -n "$node_ns" get pod "$new" -o jsonpath='{.metadata.uid}') != "$node_uid" ]] &&
         k -n "$node_ns" wait --for=condition=Ready "pod/$new" --timeout=2s >/dev/null 2>&1; then
         break
     fi
     sleep 2
 done
-k -n "$node_ns" wait --for=condition=Ready "pod/$(plugin_pod node)" --timeout=10s >/dev/null \
-    || fail "node plugin did not come back"
+k -n "$node_ns" wait --for=condition=Ready "pod/$(node_plugin)" --timeout=10s >/dev/null \
+    || fail "node plugin on $writer_node did not come back"
 k -n "$ns" exec writer -- sh -c "echo after > /data/after && sync && cat /data/token" | grep -qx "$token" \
     || fail "writer's mount stopped working after the node plugin restart"
 target=$(k -n "$ns" get pod writer -o jsonpath='{.metadata.uid}')

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Volumes across the nodes and zones of a multi-node cluster (`tests/k8s/cluster up --nodes 3`:
-# node-1 and node-3 in zone-a, node-2 in zone-b), local backend, through the Kubernetes API:
+# node-1 and node-3 in zone-a, node-2 in zone-b), on either backend, through the Kubernetes API.
+# The driver's zones: the local backend's zone-a and zone-b; on the test cloud
+# (`--backend openstack`: node-I is Nova server node-I) Nova's and Cinder's `nova` and `az2`.
 #
 #   1. zones: each node carries the driver's zone label, set by its kubelet from the node
 #      plugin's NodeGetInfo; a WaitForFirstConsumer claim used by a pod pinned to node-2 gets a
@@ -14,7 +16,8 @@
 #      before any pod exists, and the pod that uses it is scheduled to node-2;
 #   5. drain: a Deployment's pod writes on node-1; `kubectl drain node-1` evicts it; its
 #      replacement runs on node-3 with the data, node-1 has nothing of the volume left;
-#   6. multi-attach: a raw block ReadWriteMany claim of the local-multiattach type is used by
+#   6. multi-attach: a raw block ReadWriteMany claim of the multi-attach type (local-multiattach;
+#      on the test cloud multiattach) is used by
 #      pods on node-1 and node-3 at once; each reads what the other wrote (O_DIRECT); the
 #      pod on node-1 goes and the one on node-3 keeps working;
 #   7. node lost: the zone-a node that holds a Deployment's volume (not the controller's) is
@@ -26,9 +29,10 @@
 #      of the volume and its old pod's directory cleaned;
 #   then everything is deleted and nothing is left on any node.
 # After each step the backend's own record of the volume (its zone, the servers it is attached
-# to), the by-id link of each node, the loop devices and each node's mountinfo are checked,
-# not logs. While a single-writer volume moves (3, 5, 7), its backend record is also sampled
-# in the background: it must never name two servers.
+# to: the local backend's record file; Cinder's volume and its attachments in any status, by
+# its API), the by-id link of each node, the loop devices and each node's mountinfo are
+# checked, not logs. While a single-writer volume moves (3, 5, 7), its backend record is also
+# sampled in the background: it must never name two servers.
 #
 #   tests/k8s/multinode.sh
 #
@@ -84,30 +88,54 @@ trap cleanup EXIT
 
 k get csidriver cinder.csi.openstack.org >/dev/null || fail "no CSIDriver: is the cluster up (tests/k8s/cluster up --nodes 3)?"
 K8S_BACKEND=${K8S_BACKEND:-$(k8s_backend)}
-[[ $K8S_BACKEND == local ]] || fail "the test cloud across nodes is not done yet: run on the local backend"
 for i in 1 2 3; do
     k get node "node-$i" >/dev/null 2>&1 || fail "no node node-$i: the cluster must be up with --nodes 3"
 done
-dir=$(local_dir)
+case $K8S_BACKEND in
+    local)
+        dir=$(local_dir)
+        za=zone-a zb=zone-b ma_type=local-multiattach ma_loops=1
+        by_id() { echo "$dir/by-id/$1"; }
+        backing_file() { echo "$dir/volumes/$1.img"; }
+        ;;
+    openstack)
+        # node-I is the test cloud's server node-I (tests/k8s/lib/cloudnet.sh).
+        set -a
+        eval "$("$repo/tests/openstack/ostack" env)"
+        set +a
+        za=$OSTACK_NODE_1_AZ zb=$OSTACK_NODE_2_AZ ma_type=$OSTACK_MULTIATTACH_TYPE ma_loops=2
+        [[ $OSTACK_NODE_3_AZ == "$za" && $za != "$zb" ]] || fail "the test cloud's node-1..3 are in zones $za $zb ${OSTACK_NODE_3_AZ:-?}, want A B A"
+        by_id() { local v="OSTACK_NODE_${1#node-}_BY_ID_DIR"; echo "${!v}"; }
+        backing_file() { echo "$OSTACK_VOLUME_DIR/volume-$1"; }
+        ;;
+    *) fail "unknown backend $K8S_BACKEND" ;;
+esac
 [[ -z $(leak_check "$ns") ]] || fail "the backend has objects of namespace $ns from an earlier run: $(leak_check "$ns")"
 
-# The backend's record of volume $1: "ZONE SERVER..." (the servers it is attached to, sorted).
+# The backend's record of volume $1: "ZONE SERVER..." (the servers it is attached to, sorted;
+# on the test cloud named as the cluster's nodes), or "gone".
 record() {
+    if [[ $K8S_BACKEND == openstack ]]; then
+        "$repo/tests/k8s/lib/cinder_view.py" record "$1"
+        return
+    fi
+    [[ -e $dir/volumes/$1.json ]] || { echo gone; return; }
     python3 - "$dir/volumes/$1.json" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
 print(" ".join([r.get("availability_zone", "local")] + sorted(a["server_id"] for a in r["attachments"])))
 EOF
 }
-# The nodes whose by-id directory has volume $1's link, and the loop devices over its file.
+# The nodes whose by-id directory has volume $1's link, and the loop devices over its file
+# (the local backend: one per volume; the test hypervisor: one per attached server).
 linked_nodes() {
     local n
     for n in 1 2 3; do
-        [[ -L $dir/by-id/node-$n/virtio-${1:0:20} ]] && printf 'node-%s ' "$n"
+        [[ -L $(by_id "node-$n")/virtio-${1:0:20} ]] && printf 'node-%s ' "$n"
     done
     echo
 }
-loop_devices() { losetup -l -n -O NAME,BACK-FILE | awk -v f="$dir/volumes/$1.img" '$2 == f {print $1}' | wc -l; }
+loop_devices() { losetup -l -n -O NAME,BACK-FILE | awk -v f="$(backing_file "$1")" '$2 == f {print $1}' | wc -l; }
 # The nodes whose own /var/lib/kubelet has a mount of volume $1 (staging: the handle's sha256;
 # a pod's: its PV $2), from each node's mountinfo.
 mounted_nodes() {
@@ -126,18 +154,29 @@ mounted_nodes() {
     done
     echo
 }
-# expect_state HANDLE PV "ZONE SERVERS" "LINKED" LOOPS "MOUNTED": all four views agree.
+# expect_state HANDLE PV "ZONE SERVERS" "LINKED" LOOPS "MOUNTED": all four views agree. They
+# are given 15 s to settle: the test hypervisor follows Cinder's attachments by polling, as a
+# guest's kernel sees a disk some time after Nova attached it.
 expect_state() {
-    local h=$1 pv=$2 got
-    got="$(record "$h") | $(linked_nodes "$h")| $(loop_devices "$h") | $(mounted_nodes "$h" "$pv")"
+    local h=$1 pv=$2 got i
+    for i in $(seq 15); do
+        got="$(record "$h") | $(linked_nodes "$h")| $(loop_devices "$h") | $(mounted_nodes "$h" "$pv")"
+        [[ $got == "$3 | $4| $5 | $6" ]] && break
+        sleep 1
+    done
     [[ $got == "$3 | $4| $5 | $6" ]] || fail "volume $h: record | by-id links | loop devices | mounts = '$got', want '$3 | $4| $5 | $6'"
-    step "  backend: $(record "$h"); by-id: $(linked_nodes "$h"); loop devices: $5; mounted on: $(mounted_nodes "$h" "$pv")"
+    step "  backend | by-id links | loop devices | mounts: $got"
 }
 
 # watch_writers HANDLE: samples the backend's record of volume HANDLE in the background every
-# 0.1 s; a moment it names more than one server is written to $tmp/writers (checked by
-# no_two_writers). Single-writer volumes only.
+# 0.1 s (Cinder's attachments every 0.2 s); a moment it names more than one server is written
+# to $tmp/writers (checked by no_two_writers). Single-writer volumes only.
 watch_writers() {
+    if [[ $K8S_BACKEND == openstack ]]; then
+        "$repo/tests/k8s/lib/cinder_view.py" watch "$1" "$tmp/writers" &
+        watcher=$!
+        return
+    fi
     python3 - "$dir/volumes/$1.json" "$tmp/writers" <<'EOF' &
 import json, sys, time
 while True:
@@ -188,7 +227,8 @@ spec:
 $(pod_spec "$2" "$4" "${5:-}" 2)
 EOF
 }
-# deploy NAME CLAIM SCRIPT: a one-replica Deployment of pods labelled app=NAME in zone-a.
+# deploy NAME CLAIM SCRIPT: a one-replica Deployment of pods labelled app=NAME in zone-a (the
+# nodes' topology.kubernetes.io/zone: zone-a, or on the test cloud its Nova zone, as $za).
 deploy() {
     k -n "$ns" apply -f - >/dev/null <<EOF
 apiVersion: apps/v1
@@ -200,7 +240,7 @@ spec:
   template:
     metadata: {labels: {app: $1}}
     spec:
-      nodeSelector: {topology.kubernetes.io/zone: zone-a}
+      nodeSelector: {topology.kubernetes.io/zone: $za}
 $(pod_spec "$2" "$3" "" 6)
 EOF
 }
@@ -260,7 +300,7 @@ node_of() { k -n "$ns" get pod "$1" -o jsonpath='{.spec.nodeName}'; }
 
 # --- 1. Zones.
 step "each node's zone label, set by its kubelet from NodeGetInfo"
-for want in "node-1 zone-a" "node-2 zone-b" "node-3 zone-a"; do
+for want in "node-1 $za" "node-2 $zb" "node-3 $za"; do
     n=${want% *}
     got=$(k get node "$n" -o json | python3 -c 'import json, sys
 print(json.load(sys.stdin)["metadata"]["labels"].get(sys.argv[1], ""))' "$zone_key")
@@ -282,7 +322,7 @@ volumeBindingMode: WaitForFirstConsumer
 reclaimPolicy: Delete
 EOF
 
-step "WaitForFirstConsumer claim used by a pod on node-2 (zone-b)"
+step "WaitForFirstConsumer claim used by a pod on node-2 (zone-b: $zb)"
 pvc zb
 pod zb zb node-2 'echo zone-b > /data/f && sync && exec sleep 100000'
 wait_ready zb
@@ -290,8 +330,8 @@ pv_zb=$(pv_of zb)
 h_zb=$(handle_of "$pv_zb")
 record_handle "$h_zb" "$pv_zb"
 k get pv "$pv_zb" -o jsonpath='{.spec.nodeAffinity.required.nodeSelectorTerms[*].matchExpressions[*].values}' |
-    grep -q zone-b || fail "PV $pv_zb is not pinned to zone-b: $(k get pv "$pv_zb" -o jsonpath='{.spec.nodeAffinity}')"
-expect_state "$h_zb" "$pv_zb" "zone-b node-2" "node-2 " 1 "node-2 "
+    grep -qw "$zb" || fail "PV $pv_zb is not pinned to $zb: $(k get pv "$pv_zb" -o jsonpath='{.spec.nodeAffinity}')"
+expect_state "$h_zb" "$pv_zb" "$zb node-2" "node-2 " 1 "node-2 "
 
 # --- 2. The volume follows its pod from node-1 to node-3.
 step "pod on node-1 writes data"
@@ -302,15 +342,15 @@ wait_ready first
 pv_moved=$(pv_of moved)
 h_moved=$(handle_of "$pv_moved")
 record_handle "$h_moved" "$pv_moved"
-expect_state "$h_moved" "$pv_moved" "zone-a node-1" "node-1 " 1 "node-1 "
+expect_state "$h_moved" "$pv_moved" "$za node-1" "node-1 " 1 "node-1 "
 step "pod on node-1 deleted: detached everywhere"
 gone first "$pv_moved"
-expect_state "$h_moved" "$pv_moved" "zone-a" "" 0 ""
+expect_state "$h_moved" "$pv_moved" "$za" "" 0 ""
 step "pod on node-3 reads the data"
 pod second moved node-3 "test \"\$(cat /data/token)\" = $token && exec sleep 100000"
 wait_ready second
 [[ $(node_of second) == node-3 ]] || fail "pod second runs on $(node_of second), not node-3"
-expect_state "$h_moved" "$pv_moved" "zone-a node-3" "node-3 " 1 "node-3 "
+expect_state "$h_moved" "$pv_moved" "$za node-3" "node-3 " 1 "node-3 "
 
 # --- 3. Single writer: never attached to two nodes.
 step "ReadWriteOnce volume in use on node-1; a second pod on node-3 waits"
@@ -332,17 +372,17 @@ done
 [[ $multi == *Multi-Attach* ]] || fail "no Multi-Attach error event for pod waiter: '$multi'"
 reason=$(k -n "$ns" get pod waiter -o jsonpath='{.status.containerStatuses[0].state.waiting.reason}')
 [[ $reason == ContainerCreating ]] || fail "pod waiter is '$reason', not ContainerCreating"
-expect_state "$h_single" "$pv_single" "zone-a node-1" "node-1 " 1 "node-1 "
+expect_state "$h_single" "$pv_single" "$za node-1" "node-1 " 1 "node-1 "
 step "holder deleted: waiter runs on node-3, the volume attached there only"
 gone holder "$pv_single"
 wait_ready waiter
 no_two_writers "$h_single"
-expect_state "$h_single" "$pv_single" "zone-a node-3" "node-3 " 1 "node-3 "
+expect_state "$h_single" "$pv_single" "$za node-3" "node-3 " 1 "node-3 "
 # The pods so far go (the nodes of steps 5-7 then hold only what those steps make).
 k -n "$ns" delete pod zb second waiter --wait=true --timeout=120s >/dev/null || fail "pods of steps 1-3 not deleted"
 
 # --- 4. AllowedTopologies: zone-b only, Immediate.
-step "Immediate class allowed in zone-b only: the volume is made there, its pod goes to node-2"
+step "Immediate class allowed in zone-b ($zb) only: the volume is made there, its pod goes to node-2"
 k apply -f - >/dev/null <<EOF
 apiVersion: storage.k8s.io/v1
 kind: StorageClass
@@ -351,7 +391,7 @@ provisioner: cinder.csi.openstack.org
 volumeBindingMode: Immediate
 reclaimPolicy: Delete
 allowedTopologies:
-  - matchLabelExpressions: [{key: $zone_key, values: [zone-b]}]
+  - matchLabelExpressions: [{key: $zone_key, values: [$zb]}]
 EOF
 pvc pinned "$sc-zb"
 k -n "$ns" wait --for=jsonpath='{.status.phase}'=Bound pvc/pinned --timeout=120s >/dev/null ||
@@ -359,11 +399,11 @@ k -n "$ns" wait --for=jsonpath='{.status.phase}'=Bound pvc/pinned --timeout=120s
 pv_pinned=$(pv_of pinned)
 h_pinned=$(handle_of "$pv_pinned")
 record_handle "$h_pinned" "$pv_pinned"
-expect_state "$h_pinned" "$pv_pinned" "zone-b" "" 0 ""
+expect_state "$h_pinned" "$pv_pinned" "$zb" "" 0 ""
 pod pinned pinned "" 'echo pinned > /data/f && sync && exec sleep 100000'
 wait_ready pinned
 [[ $(node_of pinned) == node-2 ]] || fail "pod pinned runs on $(node_of pinned), not node-2 (the only zone-b node)"
-expect_state "$h_pinned" "$pv_pinned" "zone-b node-2" "node-2 " 1 "node-2 "
+expect_state "$h_pinned" "$pv_pinned" "$zb node-2" "node-2 " 1 "node-2 "
 gone pinned "$pv_pinned"
 
 # --- 5. Drain: the volume follows a Deployment's pod off a drained node.
@@ -378,7 +418,7 @@ k uncordon node-3 >/dev/null
 pv_drained=$(pv_of drained)
 h_drained=$(handle_of "$pv_drained")
 record_handle "$h_drained" "$pv_drained"
-expect_state "$h_drained" "$pv_drained" "zone-a node-1" "node-1 " 1 "node-1 "
+expect_state "$h_drained" "$pv_drained" "$za node-1" "node-1 " 1 "node-1 "
 step "kubectl drain node-1: the replacement runs on node-3 with the data"
 watch_writers "$h_drained"
 k drain node-1 --pod-selector=app=mover --ignore-daemonsets --timeout=180s >"$tmp/drain" 2>&1 ||
@@ -388,13 +428,13 @@ p=$(live_pod mover)
 [[ $(k -n "$ns" exec "$p" -- cat /data/token) == "$token" ]] || fail "the data written on node-1 is not on node-3"
 detached_from "$pv_drained" node-1
 no_two_writers "$h_drained"
-expect_state "$h_drained" "$pv_drained" "zone-a node-3" "node-3 " 1 "node-3 "
+expect_state "$h_drained" "$pv_drained" "$za node-3" "node-3 " 1 "node-3 "
 k uncordon node-1 >/dev/null
 k -n "$ns" delete deployment mover --wait=true >/dev/null
 detached_from "$pv_drained" node-3
 
 # --- 6. Multi-attach: a raw block RWX volume on two nodes at once.
-step "raw block ReadWriteMany claim (local-multiattach) used on node-1 and node-3 at once"
+step "raw block ReadWriteMany claim ($ma_type) used on node-1 and node-3 at once"
 k apply -f - >/dev/null <<EOF
 apiVersion: storage.k8s.io/v1
 kind: StorageClass
@@ -402,7 +442,7 @@ metadata: {name: $sc-ma}
 provisioner: cinder.csi.openstack.org
 volumeBindingMode: WaitForFirstConsumer
 reclaimPolicy: Delete
-parameters: {type: local-multiattach}
+parameters: {type: $ma_type}
 EOF
 pvc shared "$sc-ma" ReadWriteMany Block
 # Block N of the device: write a 512-byte block holding $2 / read one (O_DIRECT: the device,
@@ -416,14 +456,14 @@ wait_ready mb
 pv_shared=$(pv_of shared)
 h_shared=$(handle_of "$pv_shared")
 record_handle "$h_shared" "$pv_shared"
-expect_state "$h_shared" "$pv_shared" "zone-a node-1 node-3" "node-1 node-3 " 1 "node-1 node-3 "
+expect_state "$h_shared" "$pv_shared" "$za node-1 node-3" "node-1 node-3 " "$ma_loops" "node-1 node-3 "
 wblk ma 0 "from-node-1-$$" || fail "pod ma could not write its block"
 wblk mb 1 "from-node-3-$$" || fail "pod mb could not write its block"
 [[ $(rblk mb 0) == "from-node-1-$$" ]] || fail "pod mb on node-3 reads '$(rblk mb 0)' at block 0, not node-1's write"
 [[ $(rblk ma 1) == "from-node-3-$$" ]] || fail "pod ma on node-1 reads '$(rblk ma 1)' at block 1, not node-3's write"
 step "the pod on node-1 goes: node-3's keeps working"
 gone ma "$pv_shared"
-expect_state "$h_shared" "$pv_shared" "zone-a node-3" "node-3 " 1 "node-3 "
+expect_state "$h_shared" "$pv_shared" "$za node-3" "node-3 " 1 "node-3 "
 wblk mb 2 "after-$$" || fail "pod mb could not write after ma left"
 [[ $(rblk mb 2) == "after-$$" && $(rblk mb 0) == "from-node-1-$$" ]] || fail "pod mb reads wrong data after ma left"
 gone mb "$pv_shared"
@@ -444,7 +484,7 @@ old_uid=$(k -n "$ns" get pod "$p" -o jsonpath='{.metadata.uid}')
 pv_lost=$(pv_of lost)
 h_lost=$(handle_of "$pv_lost")
 record_handle "$h_lost" "$pv_lost"
-expect_state "$h_lost" "$pv_lost" "zone-a $victim" "$victim " 1 "$victim "
+expect_state "$h_lost" "$pv_lost" "$za $victim" "$victim " 1 "$victim "
 watch_writers "$h_lost"
 step "$victim powered off: NotReady, the volume stays attached to it"
 powered_off=$victim
@@ -455,7 +495,7 @@ for _ in $(seq 180); do
     sleep 1
 done
 [[ $ready != True ]] || fail "$victim still Ready 180 s after its power-off"
-expect_state "$h_lost" "$pv_lost" "zone-a $victim" "$victim " 1 ""
+expect_state "$h_lost" "$pv_lost" "$za $victim" "$victim " 1 ""
 step "out-of-service taint on $victim: the volume is freed, the replacement runs on $other"
 k taint node "$victim" "$oos_taint" >/dev/null
 p=$(live_pod survivor 300)
@@ -463,7 +503,7 @@ p=$(live_pod survivor 300)
 [[ $(k -n "$ns" exec "$p" -- cat /data/token) == "$token" ]] || fail "the data written on $victim is not on $other"
 detached_from "$pv_lost" "$victim"
 no_two_writers "$h_lost"
-expect_state "$h_lost" "$pv_lost" "zone-a $other" "$other " 1 "$other "
+expect_state "$h_lost" "$pv_lost" "$za $other" "$other " 1 "$other "
 step "$victim powered on: Ready, nothing of the volume on it, its old pod's directory cleaned"
 "$repo/tests/k8s/cluster" poweron "$victim" >/dev/null
 powered_off=""
@@ -475,7 +515,7 @@ for _ in $(seq 120); do
 done
 [[ ! -e $state/nodes/n$vn/kubelet/pods/$old_uid ]] ||
     fail "$victim still has its old pod's directory 120 s after it came back: $(find "$state/nodes/n$vn/kubelet/pods/$old_uid" | head -5)"
-expect_state "$h_lost" "$pv_lost" "zone-a $other" "$other " 1 "$other "
+expect_state "$h_lost" "$pv_lost" "$za $other" "$other " 1 "$other "
 k -n "$(driver_ns node)" wait --for=condition=Ready pod -l app.kubernetes.io/component=node \
     --field-selector "spec.nodeName=$victim" --timeout=180s >/dev/null ||
     fail "the node plugin on $victim is not Ready after it came back"
@@ -490,6 +530,6 @@ done
 left=$(leak_check "$ns")
 [[ -z $left ]] || fail "left behind: $left"
 for h in "$h_zb" "$h_moved" "$h_single" "$h_pinned" "$h_drained" "$h_shared" "$h_lost"; do
-    [[ ! -e $dir/volumes/$h.json ]] || fail "backend record of $h still there"
+    [[ $(record "$h") == gone ]] || fail "the backend still has volume $h: $(record "$h")"
 done
 echo "multinode: OK ($((SECONDS - t0)) s)"
