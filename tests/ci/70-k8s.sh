@@ -128,6 +128,11 @@ monitoring=1
 tests/monitoring/cluster.sh start
 
 ran=0
+# The worker nodes' systemctl bridge (the [Disruptive] specs' kubelet restarts) without a
+# cluster: the real node agent loop and node-systemctl, about 12 s.
+phase "tests/k8s/node-systemctl-test.sh (no cluster)"
+timeout 120 tests/k8s/node-systemctl-test.sh
+ran=$((ran + 1))
 for t in tests/k8s/lifecycle*; do
     [[ -x $t ]] || continue
     phase "$t"
