@@ -44,7 +44,7 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 . "$repo/tests/k8s/lib.sh"
 
 case ${1:-} in
-    -h | --help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     "") ;;
     *) echo "multinode.sh: unknown argument '$1'" >&2; exit 2 ;;
 esac
