@@ -270,3 +270,42 @@ k8s_src() {
     v=$(awk '$1 == "kubelet" { print $4 }' "$repo/tests/peers/versions")
     go mod download -json "k8s.io/kubernetes@$v" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p'
 }
+
+# Upstream's cinder-csi-plugin (tests/peers' build of k8s.io/cloud-provider-openstack at the
+# version tests/peers/versions pins) as its own image, for tests/k8s/swap.sh: a debootstrapped
+# bookworm minbase with the Debian packages upstream's Dockerfile installs for its node plugin
+# (`clean-install bash rsync mount udev btrfs-progs e2fsprogs xfsprogs util-linux`: mount/umount,
+# blkid, mkfs.*, fsck, resize2fs, xfs_growfs, udevadm) and ca-certificates, the binary at
+# /bin/cinder-csi-plugin and no entrypoint (upstream's chart runs `args: [/bin/cinder-csi-plugin, ...]`).
+# Tagged as upstream's chart names it; cached like the others; prints the archive's path.
+UPSTREAM_PACKAGES=bash,rsync,mount,udev,btrfs-progs,e2fsprogs,xfsprogs,util-linux,ca-certificates
+upstream_image() { echo "registry.k8s.io/provider-os/cinder-csi-plugin:$("$repo/tests/peers/build" --version cinder-csi-plugin)"; }
+upstream_image_archive() {
+    local tag bin key out mirror
+    tag=$(upstream_image)
+    bin=$("$repo/tests/peers/build" cinder-csi-plugin)
+    key=$( (cat "$bin"; echo "$UPSTREAM_PACKAGES") | sha256sum | cut -c1-16)
+    out=$image_cache/$(tr '/:' '__' <<<"$tag")-$key.tar
+    if [[ ! -s $out ]]; then
+        log "image $tag: debootstrap bookworm minbase with $UPSTREAM_PACKAGES"
+        mirror=${IMAGE_DEBIAN_MIRROR:-$(debian_mirror | sed -n 1p)}
+        [[ -n $mirror ]] || die "no bookworm mirror in /etc/apt/sources.list{,.d}; set IMAGE_DEBIAN_MIRROR"
+        debootstrap --variant=minbase --include="$UPSTREAM_PACKAGES" bookworm "$tmpd/up-rootfs" "$mirror" \
+            >"$tmpd/up-debootstrap.log" 2>&1 || { tail -20 "$tmpd/up-debootstrap.log" >&2; die "debootstrap failed"; }
+        rm -rf "$tmpd/up-rootfs/var/cache/apt/archives"/*.deb "$tmpd/up-rootfs/var/lib/apt/lists"/*
+        command install -m 0755 "$bin" "$tmpd/up-rootfs/usr/bin/cinder-csi-plugin" # /bin is usr/bin
+        tar -C "$tmpd/up-rootfs" --numeric-owner -c . >"$tmpd/up-rootfs.tar"
+        rm -rf "$tmpd/up-rootfs"
+        bah from --quiet --name k8s-upstream scratch >/dev/null
+        bah add k8s-upstream "$tmpd/up-rootfs.tar" / >/dev/null
+        bah config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+            --entrypoint '[]' --cmd /bin/cinder-csi-plugin k8s-upstream >/dev/null
+        mkdir -p "$image_cache"
+        bah commit --quiet --rm k8s-upstream "$tag" >/dev/null
+        rm -f "$tmpd/up-rootfs.tar" "$image_cache/$(tr '/:' '__' <<<"$tag")"-*.tar
+        bah push --quiet "$tag" "docker-archive:$out.part:$tag" >/dev/null
+        bah rmi -f "$tag" >/dev/null
+        mv "$out.part" "$out"
+    fi
+    echo "$out"
+}
