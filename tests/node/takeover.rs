@@ -1,7 +1,7 @@
 //! Volumes staged and published by upstream's cinder-csi-plugin v1.36.0, taken over by this
 //! driver when the plugins are swapped under running pods (tests/k8s/swap.sh does it in a
 //! cluster; docs/MIGRATING.md). Upstream's mounts are made here as its node plugin makes them
-//! (pkg/csi/cinder/nodeserver.go through k8s.io/mount-utils): `mkfs.ext4 -F -m0` / `mkfs.xfs`,
+//! (pkg/csi/cinder/nodeserver.go through k8s.io/mount-utils): `mkfs.ext4 -F -m0` / `mkfs.xfs -f`,
 //! the staging mount by mount(8) (xfs with `nouuid`), the publish a bind mount then a
 //! `bind,remount,rw`. This driver must report their stats, grow them online (xfs), unpublish
 //! and unstage them, then stage the volume again without formatting it.
@@ -46,7 +46,7 @@ async fn upstream_mounts_taken_over(fs: &str) {
     // Upstream's NodeStage (the kubelet made the staging dir) and NodePublish.
     std::fs::create_dir_all(&staging).unwrap();
     if fs == "xfs" {
-        run("mkfs.xfs", &[d]);
+        run("mkfs.xfs", &["-f", d]);
         run("mount", &["-t", "xfs", "-o", "nouuid", d, s]);
     } else {
         run("mkfs.ext4", &["-F", "-m0", d]);
