@@ -370,7 +370,14 @@ for _ in $(seq 90); do
     sleep 2
 done
 [[ $multi == *Multi-Attach* ]] || fail "no Multi-Attach error event for pod waiter: '$multi'"
-reason=$(k -n "$ns" get pod waiter -o jsonpath='{.status.containerStatuses[0].state.waiting.reason}')
+# The attach/detach controller's event can come before the kubelet's first status of the pod
+# (seen in CI on the test cloud: Multi-Attach at 1 s, no container status yet): wait for it.
+reason=""
+for _ in $(seq 30); do
+    reason=$(k -n "$ns" get pod waiter -o jsonpath='{.status.containerStatuses[0].state.waiting.reason}')
+    [[ -n $reason ]] && break
+    sleep 1
+done
 [[ $reason == ContainerCreating ]] || fail "pod waiter is '$reason', not ContainerCreating"
 expect_state "$h_single" "$pv_single" "$za node-1" "node-1 " 1 "node-1 "
 step "holder deleted: waiter runs on node-3, the volume attached there only"
