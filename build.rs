@@ -44,7 +44,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 /// Linker arguments of the `cinder-csi` binary.
 fn link_args() {
-    // A link map of the binary, for tests/footprint/function-order.sh (the release binary has
+    // A link map of the binary, for tests/harness/footprint/function-order.sh (the release binary has
     // no symbol table; the map names the function at every address of the same link).
     println!("cargo:rerun-if-env-changed=CINDER_CSI_LINK_MAP");
     if let Some(map) = std::env::var_os("CINDER_CSI_LINK_MAP") {

@@ -19,11 +19,11 @@ started=$SECONDS
 # A stage that may not fit (70-k8s when its components are not built yet) reads when the
 # whole run's bound ends.
 export CINDER_CSI_RUN_DEADLINE=$(($(date +%s) + total_limit))
-# The cluster stage's Go peers build in the background from now on (tests/k8s/prebuild says
+# The cluster stage's Go peers build in the background from now on (tests/harness/k8s/prebuild says
 # why); 70-k8s waits for what is left. Killed when the run ends, however it ends.
-if [[ -e tests/k8s/ENABLED && ${CINDER_CSI_SKIP_K8S:-} != 1 && ${CINDER_CSI_K8S_PREBUILD:-1} == 1 ]]; then
-    trap 'tests/k8s/prebuild stop' EXIT
-    tests/k8s/prebuild start
+if [[ -e tests/harness/k8s/ENABLED && ${CINDER_CSI_SKIP_K8S:-} != 1 && ${CINDER_CSI_K8S_PREBUILD:-1} == 1 ]]; then
+    trap 'tests/harness/k8s/prebuild stop' EXIT
+    tests/harness/k8s/prebuild start
 fi
 echo "disk free at start: $(df -h --output=avail . | tail -1 | tr -d ' ') (a cold run writes ~27 GB: target/ 16, the Go caches and peers 8, the fuzz build 2, images 1)"
 for stage in "${stages[@]}"; do

@@ -123,12 +123,12 @@ for manifest in "$ctl" "$dep"; do
             || fail "$c runs without --leader-election=true"
     done
 done
-# Least privilege and locked-down pods (tests/deploy/check-chart.py): one ClusterRole per
-# sidecar with exactly its documented rules (tests/deploy/sidecar-rbac.yaml), leases and
+# Least privilege and locked-down pods (tests/harness/deploy/check-chart.py): one ClusterRole per
+# sidecar with exactly its documented rules (tests/harness/deploy/sidecar-rbac.yaml), leases and
 # CSIStorageCapacity in namespaced Roles, seccomp RuntimeDefault on every pod, a non-root
 # controller meeting Pod Security "restricted", node sidecars without capabilities, no node
 # token, a PDB and spread constraints; in every combination that changes the rules.
-check() { "$venv/bin/python" tests/deploy/check-chart.py "$tmpdir/c.yaml" tests/deploy/sidecar-rbac.yaml "$@"; }
+check() { "$venv/bin/python" tests/harness/deploy/check-chart.py "$tmpdir/c.yaml" tests/harness/deploy/sidecar-rbac.yaml "$@"; }
 render >"$tmpdir/c.yaml" && check --group-snapshots
 render --set sidecars.snapshotter.groupSnapshots=false >"$tmpdir/c.yaml" && check
 render --set csiDriver.storageCapacity=true >"$tmpdir/c.yaml" && check --capacity --group-snapshots
@@ -140,10 +140,10 @@ render --set controller.securityContext.privileged=true >"$tmpdir/c.yaml" \
 # The checker itself fails on what the issue found in the old chart (leases cluster-wide).
 sed 's/^kind: Role$/kind: ClusterRole/' "$tmpdir/c.yaml" >"$tmpdir/c2.yaml" && mv "$tmpdir/c2.yaml" "$tmpdir/c.yaml"
 check --privileged-controller --group-snapshots >/dev/null && fail "check-chart.py passed leases in a ClusterRole"
-# The fixture is the sidecars' own rbac.yaml when their Go modules are here (tests/peers/build).
-if tests/deploy/sidecar-rbac.sh --check >"$tmpdir/rbac-check" 2>&1; then :
+# The fixture is the sidecars' own rbac.yaml when their Go modules are here (tests/harness/peers/build).
+if tests/harness/deploy/sidecar-rbac.sh --check >"$tmpdir/rbac-check" 2>&1; then :
 elif [[ $? == 3 ]]; then echo "sidecar RBAC fixture: modules not in the Go cache, compared at the last regeneration"
-else cat "$tmpdir/rbac-check"; fail "tests/deploy/sidecar-rbac.yaml is stale"; fi
+else cat "$tmpdir/rbac-check"; fail "tests/harness/deploy/sidecar-rbac.yaml is stale"; fi
 # A privileged controller (the local backend's) runs as root, with no capability list.
 priv=$(render -s templates/controller.yaml --set controller.securityContext.privileged=true)
 has 'runAsNonRoot' <<<"$priv" && fail "privileged controller keeps runAsNonRoot"

@@ -35,7 +35,7 @@ fail() { echo "monitoring check: $*"; exit 1; }
 rules=deploy/monitoring/cinder-csi-rules.yaml
 dashboard=deploy/monitoring/cinder-csi-dashboard.json
 promtool check rules "$rules"
-promtool test rules tests/monitoring/*.test.yaml
+promtool test rules tests/harness/monitoring/*.test.yaml
 
 # A real scrape with every family: the driver in all mode against a Keystone that refuses
 # connections, so the background cloud check fills openstack_api_* and cinder_csi_cloud_up,
@@ -69,7 +69,7 @@ for _ in $(seq 100); do
 done
 grep -q '^cinder_csi_cloud_up{cloud=""} 0' "$tmp/metrics" \
     || { cat "$tmp/metrics"; fail "the scrape lacks cinder_csi_cloud_up 0"; }
-"$py" tests/monitoring/check_exprs.py "$tmp/metrics" "$rules" "$dashboard"
+"$py" tests/harness/monitoring/check_exprs.py "$tmp/metrics" "$rules" "$dashboard"
 # The process collector's names and the build, as Prometheus' process collector names them.
 for m in process_resident_memory_bytes process_virtual_memory_bytes process_open_fds \
     process_max_fds process_start_time_seconds process_cpu_seconds_total process_threads \
@@ -105,14 +105,14 @@ yaml.safe_dump_all([d for d in docs if d["kind"] != "PrometheusRule"], open(f"{t
 EOF
 promtool check rules "$tmp/rules-10m.yaml"
 # The near-timeout alert at the 1 m, 3 m and 10 m timeouts, on full bucket series with the
-# buckets of the real scrape above (tests/monitoring/attach_cases.py): fires for attaches past
+# buckets of the real scrape above (tests/harness/monitoring/attach_cases.py): fires for attaches past
 # three quarters of the timeout, silent below, one slow attach in a quiet hour fires.
 for t in 1m:60 3m:180 10m:600; do
     mkdir "$tmp/t-${t%%:*}"
     render --set monitoring.prometheusRule.enabled=true --set "timeout=${t%%:*}" \
         -s templates/prometheusrule.yaml | "$py" -c 'import sys, yaml; yaml.safe_dump(yaml.safe_load(sys.stdin)["spec"], sys.stdout)' \
         >"$tmp/t-${t%%:*}/chart-rules.yaml"
-    "$py" tests/monitoring/attach_cases.py "$tmp/metrics" "$tmp/t-${t%%:*}/chart-rules.yaml" "${t#*:}" "$tmp/t-${t%%:*}"
+    "$py" tests/harness/monitoring/attach_cases.py "$tmp/metrics" "$tmp/t-${t%%:*}/chart-rules.yaml" "${t#*:}" "$tmp/t-${t%%:*}"
     promtool test rules "$tmp/t-${t%%:*}/attach.test.yaml" >"$tmp/t-${t%%:*}/out" 2>&1 \
         || { tail -40 "$tmp/t-${t%%:*}/out"; fail "near-timeout alert wrong at timeout ${t%%:*}"; }
 done
@@ -132,9 +132,9 @@ render --set monitoring.serviceMonitor.enabled=true --set monitoring.podMonitor.
     --set 'monitoring.podMonitor.metricRelabelings[0].action=drop' \
     --set 'monitoring.podMonitor.metricRelabelings[0].sourceLabels[0]=__name__' \
     --set 'monitoring.podMonitor.metricRelabelings[0].regex=process_virtual_.*' >"$tmp/crs.yaml"
-"$py" tests/monitoring/validate_crs.py "$crds" "$tmp/crs.yaml"
+"$py" tests/harness/monitoring/validate_crs.py "$crds" "$tmp/crs.yaml"
 render --set csi.plugin.podMonitor.enabled=true >"$tmp/crs.yaml"
-"$py" tests/monitoring/validate_crs.py "$crds" "$tmp/crs.yaml"
+"$py" tests/harness/monitoring/validate_crs.py "$crds" "$tmp/crs.yaml"
 
 # deploy/monitoring/ is the chart rendered (deploy/render.sh).
 cp -r deploy/monitoring "$tmp/monitoring-before"
@@ -143,5 +143,5 @@ HELM=$helm deploy/render.sh
 cp "$tmp/kubernetes-before.yaml" deploy/kubernetes/cinder-csi.yaml # 30-deploy owns that diff
 diff -ru "$tmp/monitoring-before" deploy/monitoring || fail "deploy/monitoring/ is stale: run deploy/render.sh"
 "$venv/bin/yamllint" -d '{extends: default, rules: {line-length: disable, document-start: disable}}' \
-    "$rules" tests/monitoring/
+    "$rules" tests/harness/monitoring/
 echo "monitoring OK: rules checked and unit-tested, expressions match a real scrape, chart objects valid"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Stock csi-sanity (csi-test v5.4.0 and v5.6.0, built by tests/peers/build) against
+# Stock csi-sanity (csi-test v5.4.0 and v5.6.0, built by tests/harness/peers/build) against
 # `cinder-csi --mode all --backend local` on real loop devices and mounts (as root), mount and
-# block, with no -ginkgo.skip and no mutable-parameters file (tests/stock-sanity/run.sh). The
-# failed specs must be exactly those in tests/stock-sanity/expected-failures.tsv.
+# block, with no -ginkgo.skip and no mutable-parameters file (tests/harness/stock-sanity/run.sh). The
+# failed specs must be exactly those in tests/harness/stock-sanity/expected-failures.tsv.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -19,4 +19,4 @@ on_local_driver_exit() { echo "45-stock-sanity: $((SECONDS - t0)) s in all"; }
 local_driver_dir 45-stock-sanity
 local_driver_start stock-sanity-node
 
-tests/stock-sanity/run.sh local "$sock" "$kubelet" "$results"
+tests/harness/stock-sanity/run.sh local "$sock" "$kubelet" "$results"

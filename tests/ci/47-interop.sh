@@ -3,11 +3,11 @@
 # --backend local`) on its Unix socket, each with its DEFAULT channel options, so each sends
 # the :authority it sends by default: grpc-go `localhost`, grpc C-core (Python grpcio) the
 # percent-encoded socket path, grpc-java the raw path, grpc-js `localhost`. Each client
-# (tests/interop/) runs every Identity RPC and a volume lifecycle (create, controller publish,
+# (tests/harness/interop/) runs every Identity RPC and a volume lifecycle (create, controller publish,
 # stage, publish, unpublish, unstage, controller unpublish, delete) and exits non-zero on any
 # RPC error. The clients' runtimes install into caches outside the checkout
 # ($CINDER_CSI_INTEROP_CACHE, default /var/cache/cinder-csi-interop): a Python venv, a
-# node_modules and a Maven repository; the Go client is built by tests/peers/build.
+# node_modules and a Maven repository; the Go client is built by tests/harness/peers/build.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -58,16 +58,16 @@ install_node() {
 }
 install_java() {
     # Keyed by the pom, reused while every jar it names is still in the cache.
-    java_cp=$cache/java-classpath-$(sha256sum tests/interop/java/pom.xml | cut -c1-16).txt
+    java_cp=$cache/java-classpath-$(sha256sum tests/harness/interop/java/pom.xml | cut -c1-16).txt
     if [[ -s $java_cp ]] && tr ':' '\n' <"$java_cp" | xargs ls >/dev/null 2>&1; then
         return 0
     fi
-    mvn -q -B -Dmaven.repo.local="$cache/m2" -f tests/interop/java/pom.xml \
+    mvn -q -B -Dmaven.repo.local="$cache/m2" -f tests/harness/interop/java/pom.xml \
         dependency:build-classpath -Dmdep.outputFile="$java_cp" || return 1
     [[ -s $java_cp ]] || { echo "47-interop: maven resolved no classpath" >&2; return 1; }
 }
 install_go() {
-    go_client=$(tests/peers/build csi-interop-go) || return 1
+    go_client=$(tests/harness/peers/build csi-interop-go) || return 1
 }
 
 # shellcheck source=tests/ci/local-driver.sh
@@ -106,10 +106,10 @@ run_client() { # label command...
     fi
 }
 run_client "grpc-go" "$go_client" "$sock" "$kubelet" interop-go
-run_client "grpc C-core (python grpcio)" "$python" tests/interop/python/csi_client.py "$sock" "$kubelet" interop-python
-run_client "grpc-java" java -cp "$(cat "$java_cp")" tests/interop/java/CsiClient.java \
+run_client "grpc C-core (python grpcio)" "$python" tests/harness/interop/python/csi_client.py "$sock" "$kubelet" interop-python
+run_client "grpc-java" java -cp "$(cat "$java_cp")" tests/harness/interop/java/CsiClient.java \
     "$tmp/csi.pb" "$sock" "$kubelet" interop-java
-run_client "grpc-js" env NODE_PATH="$node_modules" node tests/interop/node/csi_client.js "$sock" "$kubelet" interop-node
+run_client "grpc-js" env NODE_PATH="$node_modules" node tests/harness/interop/node/csi_client.js "$sock" "$kubelet" interop-node
 
 # Nothing the clients made may stay behind: no volume, no mount.
 left=$(find "$local_dir" -name '*.img' | wc -l)

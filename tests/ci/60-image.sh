@@ -138,13 +138,13 @@ fi
 
 # Issue 15's footprint bars, on the binary the image ships: a stale deploy/function-order.ld
 # (functions renamed by a toolchain or dependency update) shows up here as idle RSS growing
-# back towards 10 MB (tests/footprint/function-order.sh regenerates it).
+# back towards 10 MB (tests/harness/footprint/function-order.sh regenerates it).
 phase "footprint: binary <= 12 MiB, idle RSS node <= 8 MB, controller <= 12 MB"
 size=$(stat -c %s "$bin")
 echo "  $bin: $size bytes"
 ((size <= 12 * 1024 * 1024)) || { echo "$bin is over 12 MiB" >&2; exit 1; }
 for spec in node:7812 controller:11718; do
-    tests/footprint/idle-rss.py --mode "${spec%:*}" --runs 5 --max-kib "${spec#*:}" "$bin" \
+    tests/harness/footprint/idle-rss.py --mode "${spec%:*}" --runs 5 --max-kib "${spec#*:}" "$bin" \
         | grep VmRSS | sed "s/^/  ${spec%:*}: /"
 done
 

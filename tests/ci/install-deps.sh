@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What the tests need on a fresh Debian 12 machine (idempotent, quiet). Rust comes with the
 # machine (rustup); the Debian packages are installed here, the test cloud's own packages by
-# `tests/openstack/ostack install`.
+# `tests/harness/openstack/ostack install`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export DEBIAN_FRONTEND=noninteractive
@@ -31,7 +31,7 @@ if ((${#missing[@]})); then
 fi
 
 # promtool (36-metrics, 37-monitoring) and the Prometheus server (the cluster stage scrapes the
-# plugins with it, tests/k8s/monitoring.sh) from Debian's prometheus package, unpacked rather
+# plugins with it, tests/harness/k8s/monitoring.sh) from Debian's prometheus package, unpacked rather
 # than installed: installing it would start a Prometheus server as a service (its postinst
 # enables and starts it). The server runs only when a test starts it, on its own port and data.
 if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then

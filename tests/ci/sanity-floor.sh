@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sourced by the conformance stages (40-sanity.sh, tests/openstack/sanity.sh): a run passes only
+# Sourced by the conformance stages (40-sanity.sh, tests/harness/openstack/sanity.sh): a run passes only
 # when its skips are exactly those in sanity/ci/expected-skips.txt and at least
 # SANITY_MIN_PASSED cases passed. A driver that stops advertising a capability turns cases
 # into SKIPs, and the exit code alone would stay green.

@@ -1,5 +1,5 @@
 //! The Kubernetes API adapter of `--pvc-annotations` against a REAL kube-apiserver with RBAC
-//! and TLS (tests/kube-api/apiserver): a PVC's annotations read with the chart's rule through
+//! and TLS (tests/harness/kube-api/apiserver): a PVC's annotations read with the chart's rule through
 //! a service account token (kubeconfig tokenFile, and in-cluster from the pod's files), with a
 //! client certificate; 403 for an account without the rule, 404, a CA that does not sign the
 //! server, an API server that does not answer. Skipped unless CINDER_CSI_KUBE_API_ENV is set.

@@ -1,4 +1,4 @@
-//! The OpenStack adapter against the real test cloud (`tests/openstack/ostack`; each test says
+//! The OpenStack adapter against the real test cloud (`tests/harness/openstack/ostack`; each test says
 //! "skipped" without `CINDER_CSI_OSTACK_ENV`), its fault proxy, proxy variables, and the
 //! Kubernetes API client against a real kube-apiserver (`CINDER_CSI_KUBE_API_ENV`).
 //! One binary per subject (tests/README.md); each file below was a test binary of its own.

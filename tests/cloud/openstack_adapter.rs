@@ -1,5 +1,5 @@
 //! The OpenStack adapter (`cloud::openstack`) against the real Keystone, Cinder and Nova of the
-//! test cloud (tests/openstack/ostack): every port call, every auth method, token renewal and
+//! test cloud (tests/harness/openstack/ostack): every port call, every auth method, token renewal and
 //! the single re-authentication on a real 401, microversion negotiation and its limits, the
 //! typed mapping of real 404/409/400/413 answers, capacity from real quotas, the availability
 //! zones, and the shared status watcher batching real waits.

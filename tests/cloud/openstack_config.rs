@@ -1,4 +1,4 @@
-//! The configuration files `tests/openstack/ostack up` writes are ones the driver accepts:
+//! The configuration files `tests/harness/openstack/ostack up` writes are ones the driver accepts:
 //! both cloud.conf variants parse and validate (password and application credential), and the
 //! flags the openstack_* tests start `cinder-csi` with pass the startup checks (`app::plan`).
 //! Runs only with CINDER_CSI_OSTACK_ENV=<state>/env.sh; prints "skipped: ..." otherwise.

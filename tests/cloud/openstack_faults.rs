@@ -1,4 +1,4 @@
-//! Faults between the driver and the real OpenStack test cloud (tests/openstack/ostack), through
+//! Faults between the driver and the real OpenStack test cloud (tests/harness/openstack/ostack), through
 //! the fault proxy of tests/faults: the real `cinder-csi` binary's cloud.conf names the proxy as
 //! auth-url, and the proxy rewrites Keystone's catalog so Cinder and Nova go through it too.
 //!

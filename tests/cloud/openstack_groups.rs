@@ -1,4 +1,4 @@
-//! Volume group snapshots against the real OpenStack test cloud (tests/openstack/ostack),
+//! Volume group snapshots against the real OpenStack test cloud (tests/harness/openstack/ostack),
 //! through the real `cinder-csi` binary: Cinder groups of the consistent group type, group
 //! snapshots whose members the test cloud's fake driver cuts with the volumes' filesystems
 //! frozen (docs/TESTING.md, "The fake Cinder driver").

@@ -1,5 +1,5 @@
 //! The whole CSI lifecycle of a volume against the real OpenStack test cloud
-//! (tests/openstack/ostack), through the real `cinder-csi` binary on a Unix socket:
+//! (tests/harness/openstack/ostack), through the real `cinder-csi` binary on a Unix socket:
 //! CreateVolume (Cinder, in the node's zone) → ControllerPublish (Nova attach → in-use; the test hypervisor makes a
 //! loop device) → NodeStage (mkfs + mount) → NodePublish → write → unpublish/unstage →
 //! ControllerUnpublish (detach → available, device gone) → CreateSnapshot → CreateVolume from

@@ -1,5 +1,5 @@
 //! `--pvc-annotations` end to end on the real test cloud and a real Kubernetes API server
-//! (tests/kube-api/apiserver): the driver reads each PVC through the API server with the
+//! (tests/harness/kube-api/apiserver): the driver reads each PVC through the API server with the
 //! chart's RBAC and the PVC's annotations place the volumes on Cinder's backends, as Cinder's
 //! own API reports them (`os-vol-host-attr:host`). The test cloud's az2 has two backends,
 //! fake-b and fake-c, and Cinder's scheduler runs SameBackendFilter/DifferentBackendFilter;
@@ -53,7 +53,7 @@ async fn pvc_annotations_place_volumes_on_cinder_backends() {
         return;
     };
     let api = KubeApi::from_env("pvc_annotations_place_volumes_on_cinder_backends").expect(
-        "set CINDER_CSI_KUBE_API_ENV too (tests/kube-api/apiserver up): the test cloud is here",
+        "set CINDER_CSI_KUBE_API_ENV too (tests/harness/kube-api/apiserver up): the test cloud is here",
     );
     let ns = api.var("KUBE_API_NS").to_string();
     let tag = std::process::id();

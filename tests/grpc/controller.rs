@@ -731,7 +731,7 @@ async fn sanity_request_shape_with_a_zoneless_node_topology() {
 
 /// The requests the sidecars send for in-tree `kubernetes.io/cinder` volumes after CSI
 /// migration, field for field as csi-provisioner v6.4 / csi-attacher v4.13 / csi-resizer
-/// v2.3 logged them on the test cloud (tests/k8s/intree.sh): the in-tree class's `type` and
+/// v2.3 logged them on the test cloud (tests/harness/k8s/intree.sh): the in-tree class's `type` and
 /// `availability` passed through as they are (`fsType` became the capability's fs_type), a
 /// ReadWriteOnce PV as SINGLE_NODE_MULTI_WRITER, no volume_context (the translation sets
 /// volumeAttributes `{}`), and a readOnly PV attached with readonly false (the attacher clears

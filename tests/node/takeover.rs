@@ -1,5 +1,5 @@
 //! Volumes staged and published by upstream's cinder-csi-plugin v1.36.0, taken over by this
-//! driver when the plugins are swapped under running pods (tests/k8s/swap.sh does it in a
+//! driver when the plugins are swapped under running pods (tests/harness/k8s/swap.sh does it in a
 //! cluster; docs/MIGRATING.md). Upstream's mounts are made here as its node plugin makes them
 //! (pkg/csi/cinder/nodeserver.go through k8s.io/mount-utils): `mkfs.ext4 -F -m0` / `mkfs.xfs -f`,
 //! the staging mount by mount(8) (xfs with `nouuid`), the publish a bind mount then a

@@ -1,4 +1,4 @@
-//! The standalone Kubernetes API server of `tests/kube-api/apiserver up` for the
+//! The standalone Kubernetes API server of `tests/harness/kube-api/apiserver up` for the
 //! `--pvc-annotations` tests: its env file, kubectl as its admin, PVCs made and deleted.
 //! The tests run only when `CINDER_CSI_KUBE_API_ENV` names that env file; otherwise they print
 //! "skipped: ..." and pass, so `cargo test` needs no API server (tests/ci/50-openstack.sh and
@@ -19,7 +19,7 @@ impl KubeApi {
         let Some(path) = std::env::var_os(ENV_VAR) else {
             println!(
                 "skipped: {test} needs the real Kubernetes API server; run \
-                 `tests/kube-api/apiserver up` and set {ENV_VAR}=<state>/env.sh"
+                 `tests/harness/kube-api/apiserver up` and set {ENV_VAR}=<state>/env.sh"
             );
             return None;
         };

@@ -3,7 +3,7 @@
 //! socket, and guards that undo everything a test made (mounts, driver process, cloud objects)
 //! even when it fails.
 //!
-//! The tests run only when `CINDER_CSI_OSTACK_ENV` names the env file `tests/openstack/ostack up`
+//! The tests run only when `CINDER_CSI_OSTACK_ENV` names the env file `tests/harness/openstack/ostack up`
 //! wrote; otherwise they print "skipped: ..." and pass, so `cargo test` needs no cloud.
 #![allow(dead_code)] // each test file uses a different part
 
@@ -34,7 +34,7 @@ impl Cloud {
         let Some(path) = std::env::var_os(ENV_VAR) else {
             println!(
                 "skipped: {test} needs the real OpenStack test cloud; run \
-                 `tests/openstack/ostack up` and set {ENV_VAR}=<state>/env.sh"
+                 `tests/harness/openstack/ostack up` and set {ENV_VAR}=<state>/env.sh"
             );
             return None;
         };
@@ -104,7 +104,7 @@ impl Cloud {
         let out = cmd
             .env("OSTACK_STATE", var("OSTACK_STATE")?)
             .output()
-            .map_err(|e| format!("run tests/openstack/ostack api: {e}"))?;
+            .map_err(|e| format!("run tests/harness/openstack/ostack api: {e}"))?;
         match out.status.code() {
             Some(0) => Ok(Some(
                 serde_json::from_slice(&out.stdout).unwrap_or(Value::Null),

@@ -1,0 +1,492 @@
+#!/usr/bin/env bash
+# A live swap from upstream's cinder-csi-plugin to this driver and back, as docs/MIGRATING.md
+# says, on the one-node cluster over the test cloud (`tests/harness/k8s/cluster up --backend openstack`):
+#
+#   this chart is uninstalled (the cluster came up with it) → upstream's own chart
+#   (charts/cinder-csi-plugin of k8s.io/cloud-provider-openstack at the version tests/harness/peers
+#   builds) installed with upstream's plugin in an image of its own (tests/harness/k8s/lib/images.sh),
+#   every sidecar image overridden with the one this cluster has, its Secret from the test
+#   cloud's cloud.conf, its node plugin given the metadata service at 169.254.169.254 (a proxy to
+#   the test cloud's for this node) and the node's by-id directory at /dev/disk/by-id →
+#   upstream provisions an ext4 claim (its chart's csi-cinder-sc-delete) and an xfs one, pods
+#   write to both and keep writing, a VolumeSnapshot of the xfs one, which is then expanded online
+#   → THE SWAP, the pods running: `helm uninstall` upstream (its CSIDriver, StorageClasses and
+#   Secret go with it), `helm install` this chart (it creates them again) → the running pods'
+#   mounts keep working (write, read, their writes went on) → the xfs claim expanded online on
+#   upstream's staging mount → both pods deleted and made again on the same node: detached and
+#   attached again, restaged by this driver without a mkfs (filesystem UUID and data as before)
+#   → upstream's snapshot restored into a new claim → upstream's snapshot and claims deleted:
+#   Cinder has none of them → THE WAY BACK, a pod running on the restored volume: this chart
+#   uninstalled, upstream's installed → the pod's mount keeps working, the pod made again is
+#   restaged by upstream without a mkfs, the claim deleted by upstream → this chart installed
+#   again with the values it had; a leak check.
+# A new pod on another node (multi-node test cloud) is not part of it (docs/MIGRATING.md).
+#
+#   tests/harness/k8s/swap.sh [--backend openstack]
+#
+# Last line: "swap: OK (N s)" or "swap: FAILED: ...". Whatever state it fails in, the exit trap
+# leaves this chart installed with the values it had and upstream's release gone.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../../.." && pwd)
+# shellcheck source=tests/harness/k8s/lib.sh
+. "$repo/tests/harness/k8s/lib.sh"
+state=${K8S_STATE:-${CINDER_CSI_K8S_STATE:-/var/tmp/cinder-csi-k8s}}
+log() { step "$*"; }
+die() { fail "$*"; }
+tmpd=$(mktemp -d /var/tmp/cinder-csi-swap.XXXXXX)
+# shellcheck source=tests/harness/k8s/lib/images.sh
+. "$repo/tests/harness/k8s/lib/images.sh"
+
+k8s_test swap cinder-csi-swap "$@"
+driver=cinder.csi.openstack.org
+helm_bin=${HELM:-$repo/.tools/helm/helm}
+hl() { "$helm_bin" "$@"; }
+ours=cinder-csi                       # tests/harness/k8s/cluster's release name
+up_release=cinder-csi up_ns=kube-system # upstream's, where its README installs it
+xfs_sc=cinder-csi-swap-xfs snap_class=cinder-csi-swap
+[[ $K8S_DRIVER_NS != "$up_ns" ]] || up_release=cinder-csi-upstream
+TEST_CLUSTER_OBJECTS=("storageclass/$xfs_sc" "volumesnapshotclass/$snap_class")
+token="swap-$$-$RANDOM"
+proxy_pid="" dnat=""
+
+# --- What it needs: the cluster over the test cloud, one node, this chart installed.
+[[ -x $helm_bin ]] || fail "no helm at $helm_bin (tests/harness/k8s/cluster install puts it there; or set HELM)"
+K8S_BACKEND=${K8S_BACKEND:-$(k8s_backend)}
+[[ $K8S_BACKEND == openstack ]] || fail "upstream's plugin needs Cinder and Nova: run on the cluster over the test cloud (--backend openstack)"
+[[ $(cat "$state/nodes.count" 2>/dev/null || echo 1) == 1 ]] || fail "one node only (its metadata proxy and by-id dir are node-1's)"
+# shellcheck disable=SC1090
+. "${CINDER_CSI_OSTACK_ENV:-/var/tmp/cinder-csi-ostack/env.sh}"
+hl status "$ours" -n "$K8S_DRIVER_NS" >/dev/null 2>&1 || fail "release $ours is not installed in $K8S_DRIVER_NS"
+[[ -z $(leak_check "$ns") ]] || fail "the backend has objects of namespace $ns from an earlier run: $(leak_check "$ns")"
+node=$(k get nodes -o jsonpath='{.items[0].metadata.name}')
+chart_dir=$(go mod download -json "k8s.io/cloud-provider-openstack@$("$repo/tests/harness/peers/build" --version cinder-csi-plugin)" |
+    sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')/charts/cinder-csi-plugin
+[[ -f $chart_dir/Chart.yaml ]] || fail "no upstream chart at $chart_dir"
+# This chart's values as installed (restored at the end, and by the trap), and the cloud.conf
+# its Secret was made from (upstream's Secret gets the same).
+hl get values "$ours" -n "$K8S_DRIVER_NS" -o json >"$tmpd/ours.json"
+kubelet_dir=$(python3 -c 'import json, sys; print((json.load(open(sys.argv[1])).get("node") or {}).get("kubeletDir") or "/var/lib/kubelet")' "$tmpd/ours.json")
+
+# Upstream's values: every image as this cluster has it (nothing is pulled), its Secret, the
+# node's by-id dir at /dev/disk/by-id (replacing the chart's default /etc/cacert volume, which
+# the test cloud does not need).
+upstream_values() {
+    local key img args=()
+    for key in attacher provisioner snapshotter resizer livenessprobe nodeDriverRegistrar; do
+        img=$(chart_image "$([[ $key == livenessprobe ]] && echo livenessProbe || echo "$key")")
+        args+=("$key=$img")
+    done
+    python3 - "$tmpd/ours.json" "$(upstream_image)" "$OSTACK_NODE_1_BY_ID_DIR" "$kubelet_dir" "${args[@]}" <<'EOF'
+import json, sys
+ours, plugin, by_id, kubelet = sys.argv[1:5]
+conf = json.load(open(ours))["secret"]["data"]["cloud.conf"]
+csi = {}
+for a in sys.argv[5:]:
+    key, img = a.split("=", 1)
+    repo, tag = img.rsplit(":", 1)
+    csi[key] = {"image": {"repository": repo, "tag": tag, "pullPolicy": "Never"}}
+repo, tag = plugin.rsplit(":", 1)
+csi["plugin"] = {
+    "image": {"repository": repo, "tag": tag, "pullPolicy": "Never"},
+    "volumes": [{"name": "by-id", "hostPath": {"path": by_id, "type": "Directory"}}],
+    "volumeMounts": [{"name": "cloud-config", "mountPath": "/etc/config", "readOnly": True},
+                     {"name": "by-id", "mountPath": "/dev/disk/by-id"}],
+    "nodePlugin": {"kubeletDir": kubelet},
+}
+print(json.dumps({"csi": csi, "secret": {"enabled": True, "create": True, "name": "cinder-csi-cloud-config",
+                                          "data": {"cloud.conf": conf}}}, indent=1))
+EOF
+}
+upstream_values >"$tmpd/upstream.json"
+
+# Upstream's node plugin reads http://169.254.169.254/openstack/latest/meta_data.json (fixed in
+# its code). The test cloud serves node-1's at OSTACK_NODE_1_METADATA_URL: a proxy on 127.0.0.1
+# maps the path, and a nat OUTPUT rule sends this host's (the node plugin's host network)
+# 169.254.169.254:80 to it (that address otherwise leaves through eth0 and nothing answers).
+metadata_up() {
+    local base=${OSTACK_NODE_1_METADATA_URL%/openstack/latest/meta_data.json} port=""
+    python3 - "$base" "$tmpd/proxy.port" <<'EOF' >"$tmpd/proxy.log" 2>&1 &
+import sys, urllib.error, urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+base, portfile = sys.argv[1:]
+class H(BaseHTTPRequestHandler):
+    def do_GET(self):
+        try:
+            with urllib.request.urlopen(base + self.path, timeout=10) as r:
+                code, body = r.status, r.read()
+        except urllib.error.HTTPError as e:
+            code, body = e.code, e.read()
+        self.send_response(code)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        print("GET", self.path, code, flush=True)
+    def log_message(self, *a):
+        pass
+s = ThreadingHTTPServer(("127.0.0.1", 0), H)
+open(portfile, "w").write(str(s.server_address[1]))
+s.serve_forever()
+EOF
+    proxy_pid=$!
+    echo "$proxy_pid" >"$tmpd/proxy.pid"
+    for _ in $(seq 50); do
+        port=$(cat "$tmpd/proxy.port" 2>/dev/null) || true
+        [[ -n $port ]] && break
+        sleep 0.2
+    done
+    [[ -n $port ]] || fail "metadata proxy did not start: $(cat "$tmpd/proxy.log")"
+    dnat="OUTPUT -d 169.254.169.254/32 -p tcp --dport 80 -m comment --comment cinder-csi-swap-metadata -j DNAT --to-destination 127.0.0.1:$port"
+    # shellcheck disable=SC2086
+    iptables -t nat -I $dnat
+    curl -fsS -m 5 http://169.254.169.254/openstack/latest/meta_data.json | grep -q "\"$OSTACK_NODE_1_ID\"" ||
+        fail "169.254.169.254 does not serve node-1's metadata"
+}
+metadata_down() {
+    # shellcheck disable=SC2086
+    if [[ -n $dnat ]]; then while iptables -t nat -D $dnat 2>/dev/null; do :; done; dnat=""; fi
+    if [[ -n $proxy_pid ]]; then kill "$proxy_pid" 2>/dev/null || true; wait "$proxy_pid" 2>/dev/null || true; proxy_pid=""; fi
+}
+
+# Every containerd of the cluster (one node: the host's; several: each node's).
+ctr_socks() { ls "$state"/containerd/containerd.sock "$state"/nodes/n*/containerd/containerd.sock 2>/dev/null || true; }
+
+# --- The plugins in and out.
+# wait_until WHAT SECONDS CMD...
+wait_until() {
+    local what=$1 limit=$2 t=$SECONDS
+    shift 2
+    until "$@" >/dev/null 2>&1; do
+        ((SECONDS - t < limit)) || fail "$what: not within $limit s"
+        sleep 2
+    done
+}
+# note_unless WHAT SECONDS CMD...: as wait_until, but only says so when it does not hold.
+note_unless() {
+    local what=$1 limit=$2 t=$SECONDS
+    shift 2
+    until "$@" >/dev/null 2>&1; do
+        if ((SECONDS - t >= limit)); then step "NOTE: $what: not within $limit s"; return 0; fi
+        sleep 2
+    done
+}
+# pods_ready NS SELECTOR: at least one pod, every one Ready, none terminating.
+pods_ready() {
+    local out
+    out=$(k -n "$1" get pods -l "$2" -o jsonpath='{range .items[*]}{.metadata.deletionTimestamp}/{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}')
+    [[ -n $out ]] && ! grep -qv '^/True$' <<<"$out"
+}
+no_pods() { [[ -z $(k -n "$1" get pods -l "$2" -o name) ]]; }
+csinode_driver() { k get csinode "$node" -o jsonpath="{.spec.drivers[?(@.name==\"$driver\")].nodeID}"; }
+registered() { [[ $(csinode_driver) == "$OSTACK_NODE_1_ID" ]]; }
+unregistered() { [[ -z $(csinode_driver) ]]; }
+# Which plugin serves the node: the image of the node plugin pod.
+node_image() {
+    k get pods -A -o jsonpath='{range .items[*]}{range .spec.containers[?(@.name=="cinder-csi-plugin")]}{.image}{"\n"}{end}{end}' | sort -u | paste -sd' '
+}
+
+install_upstream() {
+    local a s
+    upstream_image_archive >"$tmpd/upstream-archive"
+    images_cleanup
+    a=$(<"$tmpd/upstream-archive")
+    for s in $(ctr_socks); do ctr -a "$s" -n k8s.io images import --all-platforms "$a" >/dev/null; done
+    hl install "$up_release" "$chart_dir" -n "$up_ns" -f "$tmpd/upstream.json" >/dev/null
+    wait_until "upstream's controller pod Ready" 300 pods_ready "$up_ns" "component=controllerplugin,release=$up_release"
+    wait_until "upstream's node plugin pod Ready" 300 pods_ready "$up_ns" "component=nodeplugin,release=$up_release"
+    wait_until "upstream's node plugin registered on $node with the Nova id (metadata at 169.254.169.254)" 120 registered
+    [[ $(node_image) == "$(upstream_image)" ]] || fail "node plugin images: $(node_image), not only $(upstream_image)"
+}
+uninstall_upstream() {
+    hl uninstall "$up_release" -n "$up_ns" --wait --timeout 5m >/dev/null
+    wait_until "upstream's pods gone" 180 no_pods "$up_ns" "release=$up_release"
+    note_unless "driver unregistered from CSINode $node" 120 unregistered
+}
+install_ours() {
+    hl install "$ours" "$repo/charts/cinder-csi" -n "$K8S_DRIVER_NS" -f "$tmpd/ours.json" >/dev/null
+    wait_until "this chart's controller Ready" 300 pods_ready "$K8S_DRIVER_NS" "app.kubernetes.io/instance=$ours,app.kubernetes.io/component=controller"
+    wait_until "this chart's node plugin Ready" 300 pods_ready "$(driver_ns node)" "app.kubernetes.io/instance=$ours,app.kubernetes.io/component=node"
+    wait_until "this driver registered on $node with the Nova id" 120 registered
+    [[ $(node_image) == "$(driver_image)" ]] || fail "node plugin images: $(node_image), not only $(driver_image)"
+}
+uninstall_ours() {
+    local node_ns
+    node_ns=$(driver_ns node)
+    hl uninstall "$ours" -n "$K8S_DRIVER_NS" --wait --timeout 5m >/dev/null
+    # Two controllers at once would both act (their sidecars' leases are per namespace).
+    wait_until "this chart's controller pods gone" 180 no_pods "$K8S_DRIVER_NS" "app.kubernetes.io/instance=$ours"
+    wait_until "this chart's node plugin pods gone" 180 no_pods "$node_ns" "app.kubernetes.io/instance=$ours"
+    note_unless "driver unregistered from CSINode $node" 120 unregistered
+}
+
+# The trap: this chart back as it was (upstream's release gone), whatever failed; then the
+# frame's cleanup (namespace, cluster objects) with a driver there to delete the volumes.
+swap_cleanup() {
+    local rc=$?
+    trap - EXIT
+    set +e
+    if ((rc)); then echo "--- upstream's node plugin log (tail)"; k -n "$up_ns" logs -l "component=nodeplugin,release=$up_release" -c cinder-csi-plugin --tail=30 2>&1; fi
+    if hl status "$up_release" -n "$up_ns" >/dev/null 2>&1 && ! hl status "$ours" -n "$K8S_DRIVER_NS" >/dev/null 2>&1; then
+        # Upstream deletes what it made while it is here; then ours takes over.
+        k delete namespace "$ns" --ignore-not-found --wait=true --timeout=5m >/dev/null 2>&1
+        ((${#TEST_CLUSTER_OBJECTS[@]})) && k delete "${TEST_CLUSTER_OBJECTS[@]}" --ignore-not-found >/dev/null 2>&1
+        hl uninstall "$up_release" -n "$up_ns" --wait --timeout 5m >/dev/null 2>&1
+    fi
+    hl status "$up_release" -n "$up_ns" >/dev/null 2>&1 && hl uninstall "$up_release" -n "$up_ns" --wait --timeout 5m >/dev/null 2>&1
+    # Its registrar removes the registration socket both use when it stops: gone first.
+    for _ in $(seq 90); do no_pods "$up_ns" "release=$up_release" && break; sleep 2; done
+    if ! hl status "$ours" -n "$K8S_DRIVER_NS" >/dev/null 2>&1; then
+        echo "cleanup: installing $ours again"
+        hl install "$ours" "$repo/charts/cinder-csi" -n "$K8S_DRIVER_NS" -f "$tmpd/ours.json" >/dev/null 2>&1
+        for _ in $(seq 90); do registered && pods_ready "$K8S_DRIVER_NS" "app.kubernetes.io/instance=$ours" && break; sleep 2; done
+    fi
+    metadata_down
+    images_cleanup
+    rm -rf "$tmpd"
+    (exit "$rc")
+    k8s_test_cleanup
+}
+trap swap_cleanup EXIT
+
+# --- Volume helpers.
+cinder() { ostack_api block-storage "$@"; }
+# cinder_status volumes|snapshots ID: its status, "gone" (404), or the error.
+cinder_status() {
+    local out rc=0
+    out=$(cinder GET "/$1/$2" 2>&1) || rc=$?
+    case $rc in
+        0) python3 -c 'import json, sys; d = json.load(sys.stdin); print(next(iter(d.values()))["status"])' <<<"$out" ;;
+        4) echo gone ;;
+        *) echo "error: $out" ;;
+    esac
+}
+cinder_is() { [[ $(cinder_status "$2" "$3") == "$1" ]]; }
+cinder_gone() { [[ $(cinder_status "$1" "$2") == gone ]]; }
+# staging_dev HANDLE: the device under the volume's staging mount on the node ("" if none).
+staging_dev() {
+    local sha dev
+    sha=$(printf %s "$1" | sha256sum | cut -d' ' -f1)
+    dev=$(node_mountinfo | awk -v s="$sha" 'index($5, s) && $5 ~ /\/globalmount$/ {
+        for (i = 7; $i != "-"; i++) {}
+        print $(i + 2); exit }')
+    # A source recorded as a by-id link names the node's link (the pod saw the node's dir there).
+    [[ $dev == /dev/disk/by-id/* ]] && dev=$(readlink -f "$OSTACK_NODE_1_BY_ID_DIR/${dev##*/}")
+    echo "$dev"
+}
+no_va() { ! k get volumeattachments -o jsonpath='{range .items[*]}{.spec.source.persistentVolumeName}{"\n"}{end}' | grep -qx "$1"; }
+staged() { [[ -n $(staging_dev "$1") ]]; }
+unstaged() { [[ -z $(staging_dev "$1") ]]; }
+# fs_of HANDLE: "TYPE UUID" of the filesystem on the staged device (blkid's low-level probe).
+fs_of() {
+    local dev
+    dev=$(staging_dev "$1")
+    [[ -n $dev ]] || fail "volume $1 is not staged on the node"
+    echo "$(blkid -p -o value -s TYPE "$dev") $(blkid -p -o value -s UUID "$dev")"
+}
+# writer POD CLAIM: writes the token once, then a line a second, until deleted.
+writer() {
+    pod "$1" "$2" "[ -f /data/first ] || { echo $token > /data/first; sync; }
+while true; do date +%s >> /data/beat; sync; sleep 1; done"
+}
+beats() { k -n "$ns" exec "$1" -- wc -l /data/beat | awk '{print $1}'; }
+# rw POD WHAT: writes WHAT to the volume through the running pod and reads it back.
+rw() {
+    local got
+    got=$(k -n "$ns" exec "$1" -- sh -c "echo $2 > /data/rw && sync && cat /data/rw && cat /data/first") ||
+        fail "pod $1: write/read on its volume failed: $got"
+    [[ $got == "$2"$'\n'"$token" ]] || fail "pod $1 read '$got', not '$2' and the token"
+}
+fs_kib() { k -n "$ns" exec "$1" -- df -k /data | awk 'NR == 2 {print $2}'; }
+pvc_cap() { k -n "$ns" get pvc "$1" -o jsonpath='{.status.capacity.storage}'; }
+pvc_at() { [[ $(pvc_cap "$1") == "$2" ]]; }
+# expand CLAIM POD SIZE MIN_KIB [lenient]: online expansion; the claim's capacity, Cinder's size
+# and the pod's filesystem (lenient: a filesystem not grown is only reported).
+expand() {
+    k -n "$ns" patch pvc "$1" --type merge -p "{\"spec\":{\"resources\":{\"requests\":{\"storage\":\"$3\"}}}}" >/dev/null
+    wait_until "claim $1 at $3 (status.capacity)" 300 pvc_at "$1" "$3"
+    local kib
+    kib=$(fs_kib "$2")
+    if ((kib < $4)); then
+        [[ ${5:-} == lenient ]] || fail "pod $2's filesystem has $kib KiB after the expansion to $3 (want >= $4)"
+        step "NOTE: pod $2's filesystem has $kib KiB after the expansion to $3 (not grown)"
+    fi
+    [[ $(cinder GET "/volumes/$(handle_of "$(pv_of "$1")")" | python3 -c 'import json, sys; print(json.load(sys.stdin)["volume"]["size"])') == "${3%Gi}" ]] ||
+        fail "Cinder's size of $1 is not ${3%Gi} GiB"
+    step "claim $1 expanded online to $3: filesystem $kib KiB in pod $2"
+}
+# restage POD CLAIM: the pod deleted, its volume detached and unstaged, the pod made again.
+restage() {
+    local pv h
+    pv=$(pv_of "$2")
+    h=$(handle_of "$pv")
+    k -n "$ns" delete pod "$1" --wait=true --timeout=120s >/dev/null
+    wait_until "volume of $2 unstaged" 180 unstaged "$h"
+    wait_until "volume of $2 detached (VolumeAttachment gone)" 180 no_va "$pv"
+    wait_until "Cinder volume $h of $2 available after the detach" 60 cinder_is available volumes "$h"
+    writer "$1" "$2"
+    wait_ready "$1"
+    wait_until "volume of $2 staged again" 60 staged "$h"
+}
+
+# ============================================================================================
+k apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Namespace
+metadata: {name: $ns}
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: $xfs_sc}
+provisioner: $driver
+reclaimPolicy: Delete
+allowVolumeExpansion: true
+parameters: {csi.storage.k8s.io/fstype: xfs}
+---
+apiVersion: snapshot.storage.k8s.io/v1
+kind: VolumeSnapshotClass
+metadata: {name: $snap_class}
+driver: $driver
+deletionPolicy: Delete
+parameters: {force-create: "true"}
+EOF
+
+# --- 1. Upstream's driver, as a cluster running it has it.
+step "uninstalling this chart ($ours in $K8S_DRIVER_NS), installing upstream's $(upstream_image) with its chart ($chart_dir)"
+uninstall_ours
+metadata_up
+install_upstream
+step "upstream's plugins ready: CSINode $node nodeID $(csinode_driver), topology $(k get node "$node" -o jsonpath='{.metadata.labels.topology\.cinder\.csi\.openstack\.org/zone}')"
+
+PVC_SC=csi-cinder-sc-delete pvc ext4 1Gi
+PVC_SC=$xfs_sc pvc xfs 1Gi
+writer w-ext4 ext4
+writer w-xfs xfs
+wait_ready w-ext4
+wait_ready w-xfs
+pv_ext4=$(pv_of ext4) pv_xfs=$(pv_of xfs)
+h_ext4=$(handle_of "$pv_ext4") h_xfs=$(handle_of "$pv_xfs")
+record_handle "$h_ext4" "$pv_ext4"
+record_handle "$h_xfs" "$pv_xfs"
+wait_until "ext4 volume staged" 60 staged "$h_ext4"
+wait_until "xfs volume staged" 60 staged "$h_xfs"
+fs_ext4=$(fs_of "$h_ext4") fs_xfs=$(fs_of "$h_xfs")
+[[ $fs_ext4 == "ext4 "?* && $fs_xfs == "xfs "?* ]] || fail "upstream's filesystems: ext4 claim '$fs_ext4', xfs claim '$fs_xfs'"
+step "upstream made ext4 $h_ext4 ($fs_ext4) and xfs $h_xfs ($fs_xfs); pods writing"
+
+k -n "$ns" apply -f - >/dev/null <<EOF
+apiVersion: snapshot.storage.k8s.io/v1
+kind: VolumeSnapshot
+metadata: {name: snap}
+spec: {volumeSnapshotClassName: $snap_class, source: {persistentVolumeClaimName: xfs}}
+EOF
+snap_ready() { [[ $(k -n "$ns" get volumesnapshot snap -o jsonpath='{.status.readyToUse}') == true ]]; }
+wait_until "VolumeSnapshot snap ready" 300 snap_ready
+snap_id=$(k get volumesnapshotcontent "$(k -n "$ns" get volumesnapshot snap -o jsonpath='{.status.boundVolumeSnapshotContentName}')" -o jsonpath='{.status.snapshotHandle}')
+record_snapshot "$snap_id"
+[[ $(cinder_status snapshots "$snap_id") == available ]] || fail "Cinder snapshot $snap_id is not available"
+step "upstream's VolumeSnapshot: Cinder snapshot $snap_id"
+expand xfs w-xfs 2Gi $((2 * 1024 * 1024 * 95 / 100)) lenient
+
+# --- 2. The swap, the pods running.
+b_ext4=$(beats w-ext4) b_xfs=$(beats w-xfs)
+restarts() { k -n "$ns" get pods w-ext4 w-xfs -o jsonpath='{range .items[*]}{.metadata.uid}/{.status.containerStatuses[0].restartCount} {end}'; }
+before=$(restarts)
+step "THE SWAP: helm uninstall $up_release -n $up_ns; helm install $ours charts/cinder-csi -n $K8S_DRIVER_NS"
+t_swap=$SECONDS
+# The objects both charts render (same names and fields), marked as a user would to keep them
+# through upstream's uninstall and hand them to this release: does Helm honour a keep
+# annotation on the live object? (It reads helm.sh/resource-policy from the release's stored
+# manifest; the run says what happened, and either way this chart's install goes on: it
+# adopts what is there, or makes it.)
+shared=("csidriver/$driver" storageclass/csi-cinder-sc-delete storageclass/csi-cinder-sc-retain)
+k annotate "${shared[@]}" --overwrite helm.sh/resource-policy=keep meta.helm.sh/release-name="$ours" \
+    meta.helm.sh/release-namespace="$K8S_DRIVER_NS" >/dev/null
+k label "${shared[@]}" --overwrite app.kubernetes.io/managed-by=Helm >/dev/null
+uid=$(k get csidriver "$driver" -o jsonpath='{.metadata.uid}')
+uninstall_upstream
+kept=$(k get "${shared[@]}" -o name --ignore-not-found | paste -sd' ')
+step "after helm uninstall of upstream, of the objects annotated keep + this release's ownership: ${kept:-none} left"
+if [[ -n $kept ]]; then
+    # shellcheck disable=SC2086
+    k annotate $kept helm.sh/resource-policy- >/dev/null
+fi
+install_ours
+[[ $(k get csidriver "$driver" -o jsonpath='{.metadata.uid}') == "$uid" ]] && how=adopted || how="made anew"
+step "this driver serves the node, $((SECONDS - t_swap)) s after upstream's uninstall began; CSINode nodeID $(csinode_driver); CSIDriver $how"
+[[ $(restarts) == "$before" ]] || fail "the pods were restarted or replaced during the swap: $before → $(restarts)"
+vas=$(k get volumeattachments -o jsonpath='{range .items[*]}{.spec.source.persistentVolumeName}={.status.attached} {end}')
+[[ $vas == *"$pv_ext4=true"* && $vas == *"$pv_xfs=true"* ]] || fail "VolumeAttachments after the swap: $vas"
+
+# --- 3. After it.
+sleep 3
+((b_ext4 < $(beats w-ext4) && b_xfs < $(beats w-xfs))) || fail "the pods' writes did not go on during the swap"
+rw w-ext4 "after-swap-$token"
+rw w-xfs "after-swap-$token"
+step "running pods: their writes went on through the swap ($b_ext4 → $(beats w-ext4), $b_xfs → $(beats w-xfs) lines), write and read OK"
+expand xfs w-xfs 3Gi $((3 * 1024 * 1024 * 95 / 100))
+k -n "$ns" delete pod w-ext4 w-xfs --wait=false >/dev/null
+restage w-ext4 ext4 &
+p1=$!
+restage w-xfs xfs &
+p2=$!
+wait "$p1" || exit 1
+wait "$p2" || exit 1
+[[ $(fs_of "$h_ext4") == "$fs_ext4" && $(fs_of "$h_xfs") == "$fs_xfs" ]] ||
+    fail "filesystems after the restage: ext4 $(fs_of "$h_ext4") (was $fs_ext4), xfs $(fs_of "$h_xfs") (was $fs_xfs)"
+rw w-ext4 "restaged-$token"
+rw w-xfs "restaged-$token"
+step "pods made again on $node: volumes detached, attached and restaged by this driver, no mkfs (UUIDs as upstream made them), data there"
+
+k -n "$ns" apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: restored}
+spec:
+  storageClassName: $xfs_sc
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+  dataSource: {apiGroup: snapshot.storage.k8s.io, kind: VolumeSnapshot, name: snap}
+EOF
+writer reader restored
+wait_ready reader
+h_restored=$(handle_of "$(pv_of restored)")
+record_handle "$h_restored" "$(pv_of restored)"
+rw reader "restored-$token"
+fs_restored=$(fs_of "$h_restored")
+# A block copy: the source's UUID, mounted beside the source on this node (xfs needs nouuid).
+[[ $fs_restored == "$fs_xfs" ]] || fail "the restored volume has $fs_restored, its source $fs_xfs"
+step "upstream's snapshot restored by this driver: volume $h_restored ($fs_restored, mounted beside its source), the token there"
+
+k -n "$ns" delete volumesnapshot snap --wait=true --timeout=180s >/dev/null
+k -n "$ns" delete pod w-ext4 w-xfs --wait=true --timeout=120s >/dev/null
+k -n "$ns" delete pvc ext4 xfs --wait=true --timeout=180s >/dev/null
+pvs_gone() { [[ -z $(k get pv "$@" -o name --ignore-not-found) ]]; }
+wait_until "PVs $pv_ext4 $pv_xfs deleted" 300 pvs_gone "$pv_ext4" "$pv_xfs"
+wait_until "Cinder volume $h_ext4 deleted" 120 cinder_gone volumes "$h_ext4"
+wait_until "Cinder volume $h_xfs deleted" 120 cinder_gone volumes "$h_xfs"
+wait_until "Cinder snapshot $snap_id deleted" 120 cinder_gone snapshots "$snap_id"
+step "upstream's snapshot and claims deleted through this driver: Cinder has none of them"
+
+# --- 4. The way back, a pod running on this driver's volume.
+b=$(beats reader)
+step "THE WAY BACK: helm uninstall $ours -n $K8S_DRIVER_NS; helm install $up_release (upstream's chart) -n $up_ns"
+uninstall_ours
+install_upstream
+sleep 3
+((b < $(beats reader))) || fail "the reader's writes did not go on during the way back"
+rw reader "back-$token"
+restage reader restored
+[[ $(fs_of "$h_restored") == "$fs_restored" ]] || fail "filesystem after upstream's restage: $(fs_of "$h_restored") (was $fs_restored)"
+rw reader "back-restaged-$token"
+step "upstream serves again: the running pod's mount worked through it, the pod made again was restaged by upstream without a mkfs"
+k -n "$ns" delete pod reader --wait=true --timeout=120s >/dev/null
+k -n "$ns" delete pvc restored --wait=true --timeout=180s >/dev/null
+wait_until "Cinder volume $h_restored deleted by upstream" 300 cinder_gone volumes "$h_restored"
+
+# --- 5. This chart again, as the cluster had it; nothing left.
+uninstall_upstream
+install_ours
+metadata_down
+leaks=$(leak_check "$ns")
+[[ -z $leaks ]] || fail "left behind: $leaks"
+step "this chart installed again; leak check empty"
+echo "swap: OK ($((SECONDS - t0)) s)"

@@ -1,3 +1,0 @@
-"""The real-OpenStack test cloud harness (see tests/openstack/ostack and docs/TESTING.md).
-
-Standard library only: `ostack` runs before the cloud's virtualenv exists."""
