@@ -7,6 +7,7 @@
 //! - One module convention (`x/mod.rs`) and one unit-test placement (a `tests` module).
 //! - No two files under src/ import each other (A uses an item B defines and B one of A's).
 //! - No file under src/ has more than 400 lines of non-test code (DESIGN rule 13).
+//! - tests/ holds the Rust test binaries, their support, bench, fuzz, ci; other harnesses live in tests/harness/.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,6 +20,7 @@ mod modules;
 mod resolve;
 mod rooms;
 mod size;
+mod tests_tree;
 mod uses;
 
 fn rust_files(dir: &Path) -> Vec<PathBuf> {
