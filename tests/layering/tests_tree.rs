@@ -68,12 +68,12 @@ fn a_script_beside_the_binaries_is_found() {
     std::fs::create_dir_all(dir.path().join("node")).unwrap();
     std::fs::write(dir.path().join("node/main.rs"), "").unwrap();
     std::fs::write(dir.path().join("node/run.sh"), "").unwrap();
-    std::fs::create_dir_all(dir.path().join("k8s")).unwrap();
+    std::fs::create_dir_all(dir.path().join("scripts")).unwrap();
     std::fs::write(dir.path().join("setup.py"), "").unwrap();
     std::fs::create_dir_all(dir.path().join("harness/k8s")).unwrap();
     let found = misplaced(dir.path());
     assert_eq!(found.len(), 3, "{found:#?}");
     assert!(found[0].contains("node/run.sh"), "{found:#?}");
-    assert!(found[1].starts_with("tests/k8s/"), "{found:#?}");
+    assert!(found[1].starts_with("tests/scripts/"), "{found:#?}");
     assert!(found[2].starts_with("tests/setup.py"), "{found:#?}");
 }
