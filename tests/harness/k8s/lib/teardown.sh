@@ -34,6 +34,20 @@ leftover_pids() {
     pgrep -f -- "-address $state/" || true
 }
 
+# Detach every loop device whose file is the local backend's under $state (or one whose mount
+# went lazily, which reads /volumes/<id>.img). A mounted one is only marked autoclear: it goes
+# with its last mount.
+detach_state_loops() {
+    local l f
+    for l in /sys/block/loop*/loop/backing_file; do
+        [[ -f $l ]] || continue
+        f=$(<"$l")
+        [[ $f == "$state"/* || $f =~ ^/volumes/[0-9a-f-]{36}\.img ]] &&
+            losetup -d "/dev/$(basename "$(dirname "$(dirname "$l")")")" 2>/dev/null
+    done
+    return 0
+}
+
 down() {
     local t0=$SECONDS crictl="" p m l c ns nodes
     [[ -d $state ]] || { log "down: nothing in $state"; leak_report; return; }
@@ -103,6 +117,10 @@ down() {
         grep -qx "$ns" "$state/netns.before" 2>/dev/null || ip netns delete "$ns" 2>/dev/null
     done
     ip link show "$bridge" >/dev/null 2>&1 && ip link delete "$bridge"
+    # 6. Loop devices over the local backend's files first: each holds its file open, so the
+    #    local dir's mount would only go lazily below, and the loop's backing file would then read
+    #    /volumes/<id>.img, no longer under $state, and stay attached.
+    detach_state_loops
     # 6. Mounts under the state dir (pod volumes, the driver's staging mounts, containerd's
     #    overlays and shm), deepest first; then what make_shared did.
     #    The kubelet dir's mounts are ours too when up bound it (it was empty then).
@@ -123,11 +141,9 @@ down() {
             esac
         done
     fi
-    # 7. Loop devices over the local backend's files.
-    for l in /sys/block/loop*/loop/backing_file; do
-        [[ -f $l ]] || continue
-        [[ $(<"$l") == "$state"/* ]] && losetup -d "/dev/$(basename "$(dirname "$(dirname "$l")")")"
-    done
+    # 7. Loop devices over the local backend's files (again: a loop whose node mount was only
+    #    lazily gone in 6 detaches now).
+    detach_state_loops
     # 8. The kubelet's cgroups (children first; rmdir refuses a cgroup with tasks).
     for c in /sys/fs/cgroup/*/"$cg_root"; do
         [[ -d $c ]] && find "$c" -depth -type d -exec rmdir {} + 2>/dev/null
@@ -164,7 +180,8 @@ leak_report() {
     x=$(pgrep -af -- "$state/|k8s/cluster node-agent " | head -5) && left+=("processes: $x")
     x=$(awk -v p="$state/" -v k="$kubelet_dir/" 'index($2, p) == 1 || index($2, k) == 1 || $2 == substr(k, 1, length(k) - 1) { print $2 }' \
         /proc/self/mounts | head -5) && [[ -n $x ]] && left+=("mounts: $x")
-    x=$(losetup -l -n -O NAME,BACK-FILE 2>/dev/null | grep -F "$state/") && left+=("loop devices: $x")
+    x=$(losetup -l -n -O NAME,BACK-FILE 2>/dev/null | grep -E -e "$state/" -e ' /volumes/[0-9a-f-]{36}\.img') &&
+        left+=("loop devices: $x")
     x=$(ip netns list 2>/dev/null | awk -v p="$node_netns_prefix" 'index($1, p) == 1 { print $1 }') &&
         [[ -n $x ]] && left+=("network namespaces: $x")
     x=$(ip -br link 2>/dev/null | awk '$1 ~ /^(cinderk8s|ck8sn)/ { print $1 }') && [[ -n $x ]] && left+=("links: $x")
