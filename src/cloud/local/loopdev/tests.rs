@@ -1,4 +1,7 @@
 use super::*;
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 #[test]

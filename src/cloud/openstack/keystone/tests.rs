@@ -2,10 +2,12 @@
 //! imitation in `testserver.rs`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::*;
 use crate::cloud::openstack::testserver::Fake;
 use crate::cloud::openstack::{ApiMetrics, OpenStack};
+use crate::cloud::Op;
 use crate::cloud::{CloudError, Health, Servers};
 
 async fn cloud(fake: &Fake) -> (OpenStack, Arc<ApiMetrics>) {

@@ -18,6 +18,8 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 
 use super::super::*;
+use crate::cloud::openstack::options::OpenStackOptions;
+use crate::cloud::Op;
 use crate::net::http_client::Outgoing;
 use http::Method;
 

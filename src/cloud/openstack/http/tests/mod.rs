@@ -6,8 +6,12 @@ mod tls;
 
 use super::*;
 use crate::cloud::openstack::metrics::ApiMetrics;
+use crate::cloud::openstack::options::{redact_userinfo, OpenStackOptions, ProxyOptions};
+use crate::cloud::Op;
 use crate::config::TlsOptions;
+use crate::net::http_client::Outgoing;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 fn get(url: &str) -> Outgoing {
     Outgoing::to(http::Method::GET, url).unwrap()

@@ -9,6 +9,9 @@ use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 use super::super::*;
+use crate::cloud::openstack::errors::ApiError;
+use crate::cloud::openstack::options::OpenStackOptions;
+use crate::cloud::Op;
 use crate::net::http_client::Outgoing;
 use http::Method;
 
