@@ -1,23 +1,24 @@
-//! What the fake brings to Cinder's rules (`cloud/model`): its profile, its voice, and the
+//! What the fake brings to Cinder's rules (`cloud/model`): its profile and the
 //! facts a rule asks for that are not on the object itself (what else uses it).
 
 use super::state::{FakeCopy, State};
-use crate::cloud::model::{CopyUse, Profile, Refusal, Voice};
+use crate::cloud::model::{CopyUse, Profile, Refusal};
 use crate::cloud::{CloudError, CopyKind, CopyStatus, RequestId, VolumeStatus};
 
 /// The fake stands for Cinder as the core meets it: statuses settle after a few looks, a
 /// snapshot of an in-use volume needs `force`, Nova attaches across zones (its default), and
-/// refusals are in Cinder's words.
+/// refusals carry Cinder's codes (the core's tests meet what the real cloud answers).
 pub(super) const PROFILE: Profile = Profile {
-    voice: Voice::Cinder,
     instant: false,
     snapshot_in_use_needs_force: true,
     cross_az_attach: true,
+    source_not_ready_is_bad_request: true,
+    multiattach_not_asked_is_conflict: true,
 };
 
 /// A rule's refusal as the fake answers it.
 pub(super) fn refused(r: Refusal) -> CloudError {
-    PROFILE.voice.refuse(r, RequestId(Some("req-fake".into())))
+    r.into_error(&PROFILE, RequestId(Some("req-fake".into())))
 }
 
 impl State {

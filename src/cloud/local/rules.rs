@@ -1,23 +1,24 @@
-//! What the local backend brings to Cinder's rules (`cloud/model`): its profile, its voice,
+//! What the local backend brings to Cinder's rules (`cloud/model`): its profile
 //! and the facts a rule asks for that are not on the record itself (what else uses it).
 
 use super::state::State;
-use crate::cloud::model::{CopyUse, Profile, Refusal, Voice};
+use crate::cloud::model::{CopyUse, Profile, Refusal};
 use crate::cloud::{CloudError, CopyKind, VolumeStatus};
 
 /// The local backend is Cinder (3.66+, no `force` for snapshots of in-use volumes) and Nova
 /// (`[cinder] cross_az_attach = False`) on one machine, whose operations are done when they
-/// return; its refusals name the objects.
+/// return.
 pub(super) const PROFILE: Profile = Profile {
-    voice: Voice::Local,
     instant: true,
     snapshot_in_use_needs_force: false,
     cross_az_attach: false,
+    source_not_ready_is_bad_request: false,
+    multiattach_not_asked_is_conflict: false,
 };
 
 /// A rule's refusal as the local backend answers it.
 pub(super) fn refused(r: Refusal) -> CloudError {
-    PROFILE.voice.refuse(r, Default::default())
+    r.into_error(&PROFILE, Default::default())
 }
 
 impl State {

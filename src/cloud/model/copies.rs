@@ -22,6 +22,7 @@ pub fn snapshot(p: &Profile, v: &Volume, force: bool) -> Result<(), Refusal> {
     match v.status {
         VolumeStatus::Available => Ok(()),
         VolumeStatus::InUse if in_use_ok => Ok(()),
+        VolumeStatus::InUse => Err(Refusal::SnapshotInUse { id: v.id.clone() }),
         _ => Err(Refusal::SnapshotStatus {
             id: v.id.clone(),
             status: v.status.clone(),

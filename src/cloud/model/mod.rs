@@ -2,18 +2,15 @@
 //! a backup or a group snapshot, judged on the port's own types. Pure: no storage, no clock,
 //! no I/O. The fake (memory) and the local backend (files + loop devices) look their objects
 //! up, gather the facts a rule asks for, ask the rule, and store what follows; a refusal is a
-//! [`Refusal`] (what was wrong, with the ids) that each adapter turns into its `CloudError` in
-//! its [`Voice`]. What differs between the clouds the adapters stand for is a named knob of
-//! their [`Profile`], never a rule written twice.
+//! [`Refusal`] (what was wrong, with the ids, worded once beside it) that each adapter turns
+//! into its `CloudError` with [`Refusal::into_error`]. What differs between the clouds the
+//! adapters stand for (the fake keeps Cinder's codes) is a named knob of their [`Profile`],
+//! never a rule written twice.
 
-#[cfg(any(test, feature = "test-support"))]
-mod cinder_words;
 mod copies;
 mod groups;
-mod local_words;
 mod profile;
 mod refusal;
-mod voice;
 mod volumes;
 
 #[cfg(test)]
@@ -26,7 +23,6 @@ pub use copies::{
 pub use groups::{delete_group_snapshot, group_member};
 pub use profile::Profile;
 pub use refusal::Refusal;
-pub use voice::Voice;
 pub use volumes::{
     attach, delete_volume, detach, extend, new_volume_size, retype, zone, VolumeUse,
 };

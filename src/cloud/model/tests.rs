@@ -1,5 +1,5 @@
 //! Cinder's rules, once: each test states one rule on the port's types, for both profiles
-//! where they differ, and pins the words each voice answers with.
+//! where they differ, and pins each refusal's words and, where the profiles differ, its code.
 
 use super::*;
 use crate::cloud::{
@@ -8,17 +8,19 @@ use crate::cloud::{
 };
 
 const CINDER: Profile = Profile {
-    voice: Voice::Cinder,
     instant: false,
     snapshot_in_use_needs_force: true,
     cross_az_attach: true,
+    source_not_ready_is_bad_request: true,
+    multiattach_not_asked_is_conflict: true,
 };
 
 const LOCAL: Profile = Profile {
-    voice: Voice::Local,
     instant: true,
     snapshot_in_use_needs_force: false,
     cross_az_attach: false,
+    source_not_ready_is_bad_request: false,
+    multiattach_not_asked_is_conflict: false,
 };
 
 fn volume(status: VolumeStatus) -> Volume {
@@ -79,9 +81,9 @@ fn vtype(name: &str, multiattach: bool) -> VolumeType {
     }
 }
 
-/// The message of `r` in `p`'s voice, with the code it is given as.
+/// The message of `r` with the code an adapter of profile `p` gives it as.
 fn said(p: &Profile, r: Refusal) -> (&'static str, String) {
-    match p.voice.refuse(r, RequestId(None)) {
+    match r.into_error(p, RequestId(None)) {
         CloudError::Conflict { message, .. } => ("conflict", message),
         CloudError::BadRequest { message, .. } => ("bad request", message),
         CloudError::NotFound { resource, id } => ("not found", format!("{resource} {id}")),
@@ -102,10 +104,6 @@ fn new_volumes_have_a_size_and_a_known_zone() {
             "bad request",
             r#"availability zone "c" is invalid: the local backend's zones are ["a", "b"]"#.into()
         )
-    );
-    assert_eq!(
-        said(&CINDER, r).1,
-        "Availability zone 'c' is invalid.".to_string()
     );
 }
 
@@ -162,7 +160,7 @@ fn delete_needs_a_detached_settled_volume_without_snapshots() {
 }
 
 #[test]
-fn delete_refusals_in_each_voice() {
+fn delete_refusals_name_what_holds_the_volume() {
     let r = delete_volume(
         &LOCAL,
         &attached(volume(VolumeStatus::Available), &["s1", "s2"]),
@@ -177,11 +175,7 @@ fn delete_refusals_in_each_voice() {
             "volume v1 is attached to s1, s2; detach it first".into()
         )
     );
-    // Cinder gives one answer for every status that forbids a delete.
-    let (code, cinder) = said(&CINDER, r);
-    assert_eq!(code, "conflict");
-    assert!(cinder.starts_with("Invalid volume: Volume status must be available or error"));
-    assert!(cinder.ends_with("(status in-use)"), "{cinder}");
+    assert_eq!(said(&CINDER, r).0, "conflict");
     let r = Refusal::HasSnapshots {
         id: "v1".into(),
         count: 1,
@@ -189,10 +183,6 @@ fn delete_refusals_in_each_voice() {
     assert_eq!(
         said(&LOCAL, r.clone()).1,
         "volume v1 has 1 dependent snapshot(s); delete them first or cascade"
-    );
-    assert_eq!(
-        said(&CINDER, r).1,
-        "Invalid volume: Volume still has 1 dependent snapshots."
     );
 }
 
@@ -208,10 +198,6 @@ fn extend_grows_available_or_online_in_use_volumes() {
             "new size 2 GiB must be greater than the current size 2 GiB".into()
         )
     );
-    assert_eq!(
-        said(&CINDER, r).1,
-        "New size for extend must be greater than current size."
-    );
     let used = attached(volume(VolumeStatus::Available), &["s1"]);
     extend(&used, 3, true).unwrap();
     assert_eq!(
@@ -222,11 +208,6 @@ fn extend_grows_available_or_online_in_use_volumes() {
     assert_eq!(
         said(&LOCAL, r.clone()).1,
         "volume v1 must be available or in-use to be extended, it is retyping"
-    );
-    assert_eq!(
-        said(&CINDER, r).1,
-        "Invalid volume: Volume should be in available or in-use state (with online extend) but \
-         is retyping"
     );
 }
 
@@ -240,13 +221,7 @@ fn retype_changes_the_type_of_a_settled_volume_outside_groups() {
     ));
     let r = retype(&v, &vtype("ssd", false)).unwrap_err();
     assert_eq!(said(&LOCAL, r.clone()).1, "volume v1 already has type ssd");
-    assert_eq!(
-        said(&CINDER, r),
-        (
-            "bad request",
-            "Retype requested to the same volume type".into()
-        )
-    );
+    assert_eq!(said(&CINDER, r).0, "bad request");
     let mut grouped = v.clone();
     grouped.group_id = Some("g".into());
     assert!(matches!(
@@ -301,7 +276,7 @@ fn attach_takes_an_available_volume_or_a_multiattach_one_asked_so() {
 }
 
 #[test]
-fn attach_refusals_in_each_voice() {
+fn attach_refusals_and_their_codes_in_each_profile() {
     let mut shared = attached(volume(VolumeStatus::Available), &["s1"]);
     shared.multiattach = true;
     let r = attach(&LOCAL, &shared, "s2", "az1", false).unwrap_err();
@@ -315,15 +290,7 @@ fn attach_refusals_in_each_voice() {
         )
     );
     // Cinder refuses the reservation itself, whatever the reason.
-    assert_eq!(
-        said(&CINDER, r),
-        (
-            "conflict",
-            "Invalid volume: volume v1 status must be available to reserve, but the status is \
-             in-use"
-                .into()
-        )
-    );
+    assert_eq!(said(&CINDER, r).0, "conflict");
     let r = attach(
         &LOCAL,
         &attached(volume(VolumeStatus::Available), &["s1"]),
@@ -348,8 +315,11 @@ fn detach_takes_an_in_use_volume_from_a_server_it_is_on() {
     detaching.status = VolumeStatus::Detaching;
     let r = detach(&detaching, "s1").unwrap_err();
     assert_eq!(
-        said(&CINDER, r).1,
-        "Invalid volume: Unable to detach volume. Volume status must be 'in-use', is detaching"
+        said(&CINDER, r),
+        (
+            "conflict",
+            "volume v1 must be in-use to be detached, it is detaching".into()
+        )
     );
 }
 
@@ -360,7 +330,7 @@ fn snapshots_of_in_use_volumes_need_force_only_before_3_66() {
     let r = snapshot(&CINDER, &used, false).unwrap_err();
     assert_eq!(
         said(&CINDER, r).1,
-        "Invalid volume: Volume v1 status must be available, but current status is: in-use"
+        "volume v1 is in-use: a snapshot of it needs force (force-create)"
     );
     snapshot(&LOCAL, &used, false).unwrap();
     let r = snapshot(&LOCAL, &volume(VolumeStatus::Creating), true).unwrap_err();
@@ -447,7 +417,7 @@ fn copies_are_deleted_once_made_and_unread() {
     );
     assert_eq!(
         said(&CINDER, r.unwrap_err()).1,
-        "Invalid backup: Backup status must be available or error, is restoring"
+        "backup c1 must be available or in error to be deleted, it is restoring"
     );
 }
 
@@ -463,10 +433,6 @@ fn new_volumes_come_from_ready_sources_no_larger_than_them() {
             "requested size 1 GiB is smaller than the snapshot c1 (2 GiB)".into()
         )
     );
-    assert_eq!(
-        said(&CINDER, r).1,
-        "Volume size cannot be lesser than the snapshot size"
-    );
     // A source not ready: a state conflict locally, a bad request on Cinder.
     let r = restore_from(&copy(CopyKind::Backup, CopyStatus::Creating), 5).unwrap_err();
     assert_eq!(
@@ -476,13 +442,7 @@ fn new_volumes_come_from_ready_sources_no_larger_than_them() {
             "backup c1 must be available to restore from, it is creating".into()
         )
     );
-    assert_eq!(
-        said(&CINDER, r),
-        (
-            "bad request",
-            "Backup status must be available, is creating".into()
-        )
-    );
+    assert_eq!(said(&CINDER, r).0, "bad request");
     clone_from(&attached(volume(VolumeStatus::Available), &["s1"]), 2).unwrap();
     let r = clone_from(&volume(VolumeStatus::Error), 2).unwrap_err();
     assert_eq!(
