@@ -11,6 +11,8 @@
 //! `NotFound` as well. Listing: a `marker` the cloud does not know (its object was deleted)
 //! is `BadRequest` (Cinder's 400) or `NotFound`; the controller then restarts that listing.
 
+use std::collections::BTreeMap;
+
 use async_trait::async_trait;
 use tokio::time::Instant;
 
@@ -41,6 +43,13 @@ pub trait Volumes: Send + Sync {
         id: &str,
         new_type: &str,
         policy: MigrationPolicy,
+    ) -> CloudResult<()>;
+    /// Set `pairs` in the volume's metadata (Cinder's `POST volumes/{id}/metadata`: a merge;
+    /// the keys not named keep their values). A missing volume is NotFound.
+    async fn update_volume_metadata(
+        &self,
+        id: &str,
+        pairs: &BTreeMap<String, String>,
     ) -> CloudResult<()>;
     async fn wait_volume(
         &self,
@@ -206,6 +215,7 @@ ops! {
     /// Upstream's label (dashboards rely on it), though Cinder calls it extend.
     VolumeExtend => ("volume_expand", Cinder),
     VolumeRetype => ("volume_retype", Cinder),
+    VolumeMetadataUpdate => ("volume_metadata_update", Cinder),
     VolumeTypeGet => ("volume_type_get", Cinder),
     VolumeTypeList => ("volume_type_list", Cinder),
     MessageList => ("message_list", Cinder),

@@ -854,6 +854,23 @@ async fn volume_lifecycle() {
         CloudError::not_found(Resource::VolumeType, "no-such-type")
     );
 
+    // Metadata update (VolumeAttributesClass appendVolumeMetadata): Cinder merges the pairs.
+    let before = os.get_volume(&vol.id).await.unwrap().metadata;
+    let pairs: std::collections::BTreeMap<String, String> =
+        [("billing".to_string(), "team-b".to_string())].into();
+    os.update_volume_metadata(&vol.id, &pairs).await.unwrap();
+    let after = os.get_volume(&vol.id).await.unwrap().metadata;
+    assert_eq!(after.get("billing").map(String::as_str), Some("team-b"));
+    for (k, val) in before.iter().filter(|(k, _)| *k != "billing") {
+        assert_eq!(after.get(k), Some(val), "{k}");
+    }
+    let gone = uuid::Uuid::new_v4().to_string();
+    assert!(os
+        .update_volume_metadata(&gone, &pairs)
+        .await
+        .unwrap_err()
+        .is_not_found());
+
     // Extend detached, attach, extend attached (3.42), snapshot while attached (force).
     os.extend_volume(&vol.id, 2, false).await.unwrap();
     assert_eq!(

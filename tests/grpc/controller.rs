@@ -647,6 +647,45 @@ async fn modify_with_empty_parameters_is_not_found_or_ok() {
     assert_eq!(h.fake.volume(&v.volume_id).unwrap(), before);
 }
 
+/// VolumeAttributesClass `appendVolumeMetadata` through the gRPC surface: the pairs reach the
+/// volume's metadata; a bad value is InvalidArgument naming the class, and changes nothing.
+#[tokio::test]
+async fn modify_sets_metadata_from_the_attributes_class() {
+    let mut h = harness().await;
+    let c = &mut h.client;
+    let v = c
+        .create_volume(create_req("a", GIB))
+        .await
+        .unwrap()
+        .into_inner()
+        .volume
+        .unwrap();
+    let modify = |value: &str| pb::ControllerModifyVolumeRequest {
+        volume_id: v.volume_id.clone(),
+        mutable_parameters: [("appendVolumeMetadata".to_string(), value.to_string())].into(),
+        ..Default::default()
+    };
+    let before = h.fake.volume(&v.volume_id).unwrap();
+    let e = c
+        .controller_modify_volume(modify(r#"{"billing": 1}"#))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
+    assert!(
+        e.message()
+            .contains("VolumeAttributesClass appendVolumeMetadata"),
+        "{}",
+        e.message()
+    );
+    assert_eq!(h.fake.volume(&v.volume_id).unwrap(), before);
+    c.controller_modify_volume(modify(r#"{"billing": "team-a"}"#))
+        .await
+        .unwrap();
+    let after = h.fake.volume(&v.volume_id).unwrap().metadata;
+    assert_eq!(after["billing"], "team-a");
+    assert_eq!(after.len(), before.metadata.len() + 1);
+}
+
 /// DeleteSnapshot right after CreateSnapshot, while the cloud still says `creating`.
 #[tokio::test]
 async fn delete_snapshot_right_after_create_succeeds() {

@@ -280,6 +280,25 @@ async fn volumes_types_capacity_and_waits() {
         .unwrap_err()
         .is_not_found());
 
+    // Metadata update: a merge, in the record on disk.
+    let pairs: std::collections::BTreeMap<String, String> =
+        [("billing".to_string(), "team-b".to_string())].into();
+    c.update_volume_metadata(&v.id, &pairs).await.unwrap();
+    let m = c.get_volume(&v.id).await.unwrap().metadata;
+    assert_eq!(m.get("billing").map(String::as_str), Some("team-b"));
+    for (k, val) in &r.metadata {
+        assert!(k == "billing" || m.get(k) == Some(val), "{k} lost");
+    }
+    let record = sd.path().join("volumes").join(format!("{}.json", v.id));
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(record).unwrap()).unwrap();
+    assert_eq!(record["metadata"]["billing"], "team-b");
+    assert!(c
+        .update_volume_metadata("no-such-volume", &pairs)
+        .await
+        .unwrap_err()
+        .is_not_found());
+
     // Capacity is the free space of DIR's filesystem.
     let cap = c.capacity(None, None).await.unwrap();
     let st = nix::sys::statvfs::statvfs(&sd.path()).unwrap();

@@ -1,6 +1,7 @@
 //! `Volumes` on the fake: Cinder's rules for volumes: create (sources, AZ, quota), delete,
 //! extend, retype; reads and waits move pending transitions forward.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
@@ -68,6 +69,21 @@ impl Volumes for FakeCloud {
         policy: MigrationPolicy,
     ) -> CloudResult<()> {
         self.lock().retype_volume(id, new_type, policy)
+    }
+
+    async fn update_volume_metadata(
+        &self,
+        id: &str,
+        pairs: &BTreeMap<String, String>,
+    ) -> CloudResult<()> {
+        let mut s = self.lock();
+        s.enter(Op::VolumeMetadataUpdate)?;
+        s.observe_volume(id)
+            .ok_or_else(|| CloudError::not_found(Resource::Volume, id))?;
+        if let Some(f) = s.volumes.get_mut(id) {
+            f.volume.metadata.extend(pairs.clone());
+        }
+        Ok(())
     }
 
     /// Counted as one `volume_watch_list`, however many looks it takes.

@@ -6,6 +6,7 @@
 //! and from then on is the backend. Meanwhile the app passes the standby's controller calls
 //! to the holder over gRPC (app/standby.rs): this adapter is what answers when it cannot.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -159,6 +160,13 @@ impl Volumes for StandbyCloud {
         policy: MigrationPolicy,
     ) -> CloudResult<()> {
         self.backend()?.retype_volume(id, new_type, policy).await
+    }
+    async fn update_volume_metadata(
+        &self,
+        id: &str,
+        pairs: &BTreeMap<String, String>,
+    ) -> CloudResult<()> {
+        self.backend()?.update_volume_metadata(id, pairs).await
     }
     async fn wait_volume(
         &self,

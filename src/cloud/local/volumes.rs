@@ -1,7 +1,8 @@
 //! Volumes: create (blank, or restored/cloned by a sparse copy), read, list, delete, extend,
-//! retype and wait, with Cinder's rules for states and dependent snapshots. Mutations run on
+//! retype, metadata update and wait, with Cinder's rules for states and dependent snapshots. Mutations run on
 //! the blocking pool; reads and waits read the in-memory state directly.
 
+use std::collections::BTreeMap;
 use std::fs::OpenOptions;
 
 use async_trait::async_trait;
@@ -83,6 +84,16 @@ impl Volumes for LocalCloud {
     ) -> CloudResult<()> {
         let (id, new_type) = (id.to_string(), new_type.to_string());
         self.blocking(move |inner| inner.retype_volume(&id, &new_type, policy))
+            .await
+    }
+
+    async fn update_volume_metadata(
+        &self,
+        id: &str,
+        pairs: &BTreeMap<String, String>,
+    ) -> CloudResult<()> {
+        let (id, pairs) = (id.to_string(), pairs.clone());
+        self.blocking(move |inner| inner.update_volume_metadata(&id, pairs))
             .await
     }
 
@@ -291,6 +302,22 @@ impl Inner {
         model::retype(&rec.to_volume(), &t).map_err(refused)?;
         rec.volume_type = t.name;
         rec.multiattach = t.multiattach;
+        self.put_volume(rec)
+    }
+
+    pub(super) fn update_volume_metadata(
+        &self,
+        id: &str,
+        pairs: BTreeMap<String, String>,
+    ) -> CloudResult<()> {
+        let _ops = self.lock_ops();
+        let mut rec = self
+            .read()
+            .volumes
+            .get(id)
+            .cloned()
+            .ok_or_else(|| not_found(id))?;
+        rec.metadata.extend(pairs);
         self.put_volume(rec)
     }
 }

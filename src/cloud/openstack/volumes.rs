@@ -1,7 +1,9 @@
 //! Cinder volumes: create (type, AZ, metadata, scheduler hints, from snapshot / volume /
 //! backup), get, list (name and metadata filters, pagination), delete (optionally cascading
-//! to snapshots), extend (online with 3.42), retype, and waits through the watcher; and the
-//! cloud's health check (a volume list).
+//! to snapshots), extend (online with 3.42), retype, metadata update, and waits through the
+//! watcher; and the cloud's health check (a volume list).
+
+use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use http::Method;
@@ -193,6 +195,23 @@ impl Volumes for OpenStack {
             Err(e) if e.status() == Some(404) && e.message().to_lowercase().contains("type") => {
                 Err(CloudError::not_found(Resource::VolumeType, new_type))
             }
+            Err(e) => Err(e.into_cloud(Resource::Volume, id)),
+        }
+    }
+
+    async fn update_volume_metadata(
+        &self,
+        id: &str,
+        pairs: &BTreeMap<String, String>,
+    ) -> CloudResult<()> {
+        let path = format!("volumes/{}/metadata", segment(Resource::Volume, id)?);
+        let req = Request::new(Op::VolumeMetadataUpdate, Method::POST, path);
+        match self
+            .api
+            .cinder(req.json(json!({ "metadata": pairs })))
+            .await
+        {
+            Ok(_) => Ok(()),
             Err(e) => Err(e.into_cloud(Resource::Volume, id)),
         }
     }

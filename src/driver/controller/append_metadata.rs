@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::driver::{Invalid, Result};
+use crate::driver::{Invalid, ParamClass, Result};
 
 /// Prefix of the metadata keys this driver writes.
 pub const DRIVER_PREFIX: &str = "cinder.csi.openstack.org/";
@@ -17,24 +17,31 @@ const SIDECAR_PREFIX: &str = "csi.storage.k8s.io/";
 /// Cinder's metadata keys and values are at most 255 characters.
 pub const MAX_METADATA_CHARS: usize = 255;
 
-fn invalid(key: Option<&str>, problem: impl Into<String>) -> crate::driver::Error {
+fn invalid(
+    class: ParamClass,
+    key: Option<&str>,
+    problem: impl Into<String>,
+) -> crate::driver::Error {
     Invalid::AppendVolumeMetadata {
+        class,
         key: key.map(str::to_string),
         problem: problem.into(),
     }
     .into()
 }
 
-/// Parse the parameter's value into the pairs to add.
-pub fn parse(raw: &str) -> Result<BTreeMap<String, String>> {
+/// Parse the parameter's value (in a StorageClass or a VolumeAttributesClass) into the pairs to
+/// add.
+pub fn parse(raw: &str, class: ParamClass) -> Result<BTreeMap<String, String>> {
     let raw = raw.trim();
     if raw.is_empty() {
         return Ok(BTreeMap::new());
     }
-    let value: Value =
-        serde_json::from_str(raw).map_err(|e| invalid(None, format!("is not valid JSON ({e})")))?;
+    let value: Value = serde_json::from_str(raw)
+        .map_err(|e| invalid(class, None, format!("is not valid JSON ({e})")))?;
     let Value::Object(map) = value else {
         return Err(invalid(
+            class,
             None,
             "must be a JSON object of string pairs, e.g. {\"billing\": \"team-a\"}",
         ));
@@ -43,15 +50,17 @@ pub fn parse(raw: &str) -> Result<BTreeMap<String, String>> {
     for (key, value) in map {
         let Value::String(value) = value else {
             return Err(invalid(
+                class,
                 Some(&key),
                 format!("has the value {value}; values must be JSON strings"),
             ));
         };
         if key.is_empty() {
-            return Err(invalid(Some(&key), "is empty; Cinder needs a key"));
+            return Err(invalid(class, Some(&key), "is empty; Cinder needs a key"));
         }
         if key.starts_with(DRIVER_PREFIX) || key.starts_with(SIDECAR_PREFIX) {
             return Err(invalid(
+                class,
                 Some(&key),
                 format!(
                     "is set by the driver or its sidecars (keys under {DRIVER_PREFIX} and \
@@ -62,6 +71,7 @@ pub fn parse(raw: &str) -> Result<BTreeMap<String, String>> {
         for (what, s) in [("key", &key), ("value", &value)] {
             if s.chars().count() > MAX_METADATA_CHARS {
                 return Err(invalid(
+                    class,
                     Some(&key),
                     format!("{what} is longer than Cinder's {MAX_METADATA_CHARS} characters"),
                 ));
@@ -75,6 +85,10 @@ pub fn parse(raw: &str) -> Result<BTreeMap<String, String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse(raw: &str) -> Result<BTreeMap<String, String>> {
+        super::parse(raw, ParamClass::StorageClass)
+    }
 
     fn problem(raw: &str) -> String {
         parse(raw).unwrap_err().to_string()

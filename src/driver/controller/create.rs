@@ -153,6 +153,8 @@ impl Controller {
         // appendVolumeMetadata first: the driver's and sidecars' keys are refused there, so
         // nothing below overwrites a pair it set.
         let mut metadata: BTreeMap<String, String> = req.params.append_metadata.clone();
+        // CSI: mutable_parameters win over parameters.
+        metadata.extend(req.mutable.append_metadata.clone());
         metadata.extend(req.params.k8s_metadata.clone());
         metadata.insert(CLUSTER_KEY.to_string(), self.opts.cluster.clone());
         if let Some(src) = &source {

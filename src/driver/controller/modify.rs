@@ -1,5 +1,6 @@
-//! ControllerModifyVolume (VolumeAttributesClass): mutable `type` → Cinder retype with the
-//! configured migration policy. Only keys that are present change anything (CSI: "SPs MUST
+//! ControllerModifyVolume (VolumeAttributesClass): mutable `appendVolumeMetadata` → its pairs
+//! set in the Cinder volume's metadata (one update, only when one differs); mutable `type` →
+//! Cinder retype with the configured migration policy. Only keys that are present change anything (CSI: "SPs MUST
 //! NOT modify volumes based on the absence of keys"), so empty `mutable_parameters` is OK
 //! once the volume is known to exist.
 
@@ -26,6 +27,13 @@ impl Controller {
             .get_volume(id)
             .await
             .map_err(|e| volume_error(id, e))?;
+        let pairs = &req.mutable.append_metadata;
+        if pairs.iter().any(|(k, val)| v.metadata.get(k) != Some(val)) {
+            volumes
+                .update_volume_metadata(id, pairs)
+                .await
+                .map_err(|e| volume_error(id, e))?;
+        }
         // Nothing asked, nothing changed (CSI: only keys that are specified modify a volume).
         let Some(want) = req.mutable.volume_type.as_deref() else {
             return Ok(());

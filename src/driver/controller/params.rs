@@ -141,8 +141,10 @@ impl VolumeParams {
                         }
                         .into());
                     }
-                    out.append_metadata =
-                        super::append_metadata::parse(slot.as_deref().unwrap_or_default())?;
+                    out.append_metadata = super::append_metadata::parse(
+                        slot.as_deref().unwrap_or_default(),
+                        ParamClass::StorageClass,
+                    )?;
                 }
                 "mkfsoptions" => {
                     let mut slot = None;
@@ -181,10 +183,13 @@ impl VolumeParams {
 pub struct MutableParams {
     /// `type`: retype to this Cinder volume type.
     pub volume_type: Option<String>,
+    /// `appendVolumeMetadata`: pairs set in the volume's metadata (the StorageClass key's
+    /// format and checks), at creation and on every modification.
+    pub append_metadata: BTreeMap<String, String>,
 }
 
 impl MutableParams {
-    pub const ACCEPTED: &'static str = "type";
+    pub const ACCEPTED: &'static str = "type, appendVolumeMetadata";
 
     pub fn parse(params: &HashMap<String, String>) -> Result<Self> {
         let mut out = Self::default();
@@ -200,6 +205,10 @@ impl MutableParams {
                     }
                     out.volume_type = Some(value.trim().to_string());
                 }
+                "appendVolumeMetadata" => {
+                    out.append_metadata =
+                        super::append_metadata::parse(value, ParamClass::VolumeAttributesClass)?;
+                }
                 _ => unknown.push(key),
             }
         }
@@ -214,7 +223,7 @@ impl MutableParams {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.volume_type.is_none()
+        self.volume_type.is_none() && self.append_metadata.is_empty()
     }
 }
 
@@ -467,6 +476,17 @@ mod tests {
             .contains("\"iops\""));
         assert!(MutableParams::parse(&map(&[("type", "")])).is_err());
         assert!(MutableParams::parse(&map(&[])).unwrap().is_empty());
+        let p =
+            MutableParams::parse(&map(&[("appendVolumeMetadata", r#"{"billing": "b"}"#)])).unwrap();
+        assert_eq!(p.append_metadata["billing"], "b");
+        assert!(!p.is_empty());
+        let e = MutableParams::parse(&map(&[("appendVolumeMetadata", r#"{"a": 1}"#)]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("VolumeAttributesClass appendVolumeMetadata: key \"a\""),
+            "{e}"
+        );
     }
 
     #[test]

@@ -83,9 +83,10 @@ pub enum Invalid {
         keys: Vec<String>,
         accepted: &'static str,
     },
-    /// StorageClass `appendVolumeMetadata` is not a JSON object of string pairs Cinder takes;
-    /// `key` the pair at fault, if one is.
+    /// `appendVolumeMetadata` (of a StorageClass or a VolumeAttributesClass) is not a JSON
+    /// object of string pairs Cinder takes; `key` the pair at fault, if one is.
     AppendVolumeMetadata {
+        class: ParamClass,
         key: Option<String>,
         problem: String,
     },

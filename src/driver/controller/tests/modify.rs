@@ -134,3 +134,73 @@ async fn a_permanent_refusal_is_failed_precondition_with_cinders_message() {
     );
     assert_eq!(e.fake.calls(Op::VolumeRetype), 2);
 }
+
+/// VolumeAttributesClass `appendVolumeMetadata`: its pairs are set in the volume's metadata
+/// (the others kept), once; a repeat sends nothing; with `type`, both change.
+#[tokio::test(start_paused = true)]
+async fn sets_metadata_once_and_keeps_the_rest() {
+    let e = env();
+    let v = e.create("a", 1).await;
+    let before = e.fake.volume(&v.id).unwrap().metadata;
+    let set = |billing: &str| {
+        modify_req(
+            &v.id,
+            &[(
+                "appendVolumeMetadata",
+                &format!(r#"{{"billing": "{billing}"}}"#),
+            )],
+        )
+    };
+    e.ctl.modify_volume(set("team-a")).await.unwrap();
+    let after = e.fake.volume(&v.id).unwrap().metadata;
+    assert_eq!(after["billing"], "team-a");
+    for (k, val) in &before {
+        assert_eq!(after.get(k), Some(val), "{k}");
+    }
+    for _ in 0..3 {
+        e.ctl.modify_volume(set("team-a")).await.unwrap();
+    }
+    assert_eq!(e.fake.calls(Op::VolumeMetadataUpdate), 1);
+    e.ctl.modify_volume(set("team-b")).await.unwrap();
+    assert_eq!(e.fake.volume(&v.id).unwrap().metadata["billing"], "team-b");
+    assert_eq!(e.fake.calls(Op::VolumeMetadataUpdate), 2);
+
+    e.fake.add_volume_type("gold", false);
+    let both = modify_req(
+        &v.id,
+        &[
+            ("type", "gold"),
+            ("appendVolumeMetadata", r#"{"tier": "gold"}"#),
+        ],
+    );
+    e.ctl.modify_volume(both).await.unwrap();
+    let now = e.fake.volume(&v.id).unwrap();
+    assert_eq!(now.volume_type.as_deref(), Some("gold"));
+    assert_eq!(now.metadata["tier"], "gold");
+
+    assert_matches!(
+        e.ctl
+            .modify_volume(modify_req(
+                "missing",
+                &[("appendVolumeMetadata", r#"{"a": "b"}"#)]
+            ))
+            .await,
+        Err(Error::VolumeNotFound { .. })
+    );
+}
+
+/// At creation, the VolumeAttributesClass's pairs are set too, and win over the StorageClass's.
+#[tokio::test(start_paused = true)]
+async fn create_sets_the_mutable_metadata() {
+    let e = env();
+    let mut req = create_req("a", GIB);
+    req.params.append_metadata = [("billing".to_string(), "sc".to_string())].into();
+    req.mutable = MutableParams::parse(&params(&[(
+        "appendVolumeMetadata",
+        r#"{"billing": "vac", "tier": "1"}"#,
+    )]))
+    .unwrap();
+    let v = e.ctl.create_volume(req).await.unwrap();
+    let m = e.fake.volume(&v.id).unwrap().metadata;
+    assert_eq!((m["billing"].as_str(), m["tier"].as_str()), ("vac", "1"));
+}

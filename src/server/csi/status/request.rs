@@ -112,15 +112,15 @@ impl Display for Invalid {
                 quoted(keys)
             ),
             Self::AppendVolumeMetadata {
+                class,
                 key: Some(key),
                 problem,
-            } => write!(
-                f,
-                "StorageClass appendVolumeMetadata: key {key:?} {problem}"
-            ),
-            Self::AppendVolumeMetadata { key: None, problem } => {
-                write!(f, "StorageClass appendVolumeMetadata {problem}")
-            }
+            } => write!(f, "{class} appendVolumeMetadata: key {key:?} {problem}"),
+            Self::AppendVolumeMetadata {
+                class,
+                key: None,
+                problem,
+            } => write!(f, "{class} appendVolumeMetadata {problem}"),
             Self::ParameterTwice { key } => write!(
                 f,
                 "parameter {key:?} is given twice (keys are case-insensitive); keep one"
