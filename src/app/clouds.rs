@@ -9,7 +9,7 @@ use super::local_node::local_node_id;
 use super::plan::Plan;
 use super::standby::LocalStandby;
 use crate::app::cli::{Backend, ServeArgs};
-use crate::cloud::local::{LocalOptions, StandbyCloud};
+use crate::cloud::local::{LocalCloud, LocalOptions};
 use crate::cloud::openstack::{ApiMetrics, ApiObserver, OpenStack, OpenStackOptions, ProxyOptions};
 use crate::cloud::{Cloud, Clouds, Op};
 use crate::config::{BlockStorageConfig, GlobalConfig};
@@ -97,7 +97,7 @@ pub(super) async fn controller_clouds(
                 .ok_or_else(|| AppError::Config("--backend local needs --local-dir DIR".into()))?;
             // Opening reconciles loop devices and links with the records (blocking pool). A
             // DIR another controller holds makes this one its standby (a second replica).
-            let (local, takeover) = StandbyCloud::open(LocalOptions {
+            let (local, takeover) = LocalCloud::open_or_stand_by(LocalOptions {
                 dir,
                 nodes: vec![local_node_id(args)],
                 zones: args.local_zones.clone(),

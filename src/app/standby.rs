@@ -3,7 +3,7 @@
 //! `DIR/controller.sock`; a standby passes every controller call there, untouched. Each sidecar
 //! elects its own leader, and a replica restarted under the same pod name resumes its Leases,
 //! so the leading sidecars may sit beside a standby: they still reach the one process that owns
-//! DIR. When that process is gone the standby takes DIR over (cloud::local::StandbyCloud) and
+//! DIR. When that process is gone the standby takes DIR over (cloud::local::LocalCloud::open_or_stand_by) and
 //! serves itself; a call that finds neither is UNAVAILABLE, saying what it waits for.
 
 use std::path::PathBuf;
@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use tonic::transport::Server;
 
-use crate::cloud::local::{StandbyCloud, Takeover};
+use crate::cloud::local::{LocalCloud, Takeover};
 use crate::server::csi::controller::ControllerService;
 use crate::server::csi::group_controller::GroupControllerService;
 use crate::server::csi::pb::controller_server::ControllerServer;
@@ -20,7 +20,7 @@ use crate::server::Forward;
 
 /// The local backend as a controller opened it, holder or standby.
 pub(super) struct LocalStandby {
-    pub(super) cloud: Arc<StandbyCloud>,
+    pub(super) cloud: Arc<LocalCloud>,
     pub(super) takeover: Takeover,
 }
 

@@ -1,30 +1,26 @@
 //! The local backend's state: records in memory behind one lock, the ops mutex that serialises
-//! mutations, and the open/reconcile at startup; and the small roles (placement: the two
-//! types, the configured zones, free space; health). The operations are in the files named for them
-//! (volumes, sources, attach, copies, snapshots, backups), each an `impl Inner` block and the
-//! role's trait.
+//! mutations, and the open/reconcile at startup. The operations are in the files named for
+//! them (volumes, sources, attach, copies, snapshots, backups, placement), each an `impl Inner`
+//! block and the role's trait.
 
 use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use std::time::Duration;
 
-use async_trait::async_trait;
 use nix::fcntl::{Flock, FlockArg};
 
 use super::reconcile_report::ReconcileReport;
 use super::records::valid_node_id;
-use super::records::{self, CopyRecord, GroupRecord, VolumeRecord, ZONE};
+use super::records::{CopyRecord, GroupRecord, VolumeRecord, ZONE};
 use super::rules::refused;
 use super::state::State;
 use super::store::{Kind, Layout};
 use crate::cloud::model;
 use crate::cloud::poll::Pace;
-use crate::cloud::{
-    Capacity, CloudError, CloudResult, Health, Placement, Resource, VolumeType, GIB,
-};
+use crate::cloud::{CloudError, CloudResult, GIB};
 
 /// Operations finish before they return, so a wait is normally satisfied at its first look;
 /// it looks again this often while a concurrent operation finishes.
@@ -61,10 +57,19 @@ impl Default for LocalOptions {
     }
 }
 
-/// The adapter; cheap to clone.
+/// The adapter; cheap to clone. It plays every role of the port once this process holds DIR's
+/// lock; before that (a standby, `standby.rs`) every call is `Unavailable`, saying what it waits
+/// for, and changes nothing: one type, so a new port method is written once here.
 #[derive(Clone)]
 pub struct LocalCloud {
-    pub(super) inner: Arc<Inner>,
+    pub(super) held: Arc<Held>,
+}
+
+/// DIR, its lock file, and the open backend once this process holds the lock.
+pub(super) struct Held {
+    pub(super) root: PathBuf,
+    pub(super) lock: PathBuf,
+    pub(super) inner: OnceLock<Arc<Inner>>,
 }
 
 pub(super) struct Inner {
@@ -156,6 +161,28 @@ impl LocalCloud {
         layout: Layout,
         lock: Flock<File>,
     ) -> CloudResult<Self> {
+        let me = Self::waiting(&layout);
+        let _ = me.held.inner.set(Self::open_inner(opts, layout, lock)?);
+        Ok(me)
+    }
+
+    /// DIR's backend, not open yet (a standby's, until it takes the lock).
+    pub(super) fn waiting(layout: &Layout) -> Self {
+        Self {
+            held: Arc::new(Held {
+                root: layout.root().to_path_buf(),
+                lock: layout.lock_file(),
+                inner: OnceLock::new(),
+            }),
+        }
+    }
+
+    /// The records loaded and reconciled, holding `lock`.
+    pub(super) fn open_inner(
+        opts: LocalOptions,
+        layout: Layout,
+        lock: Flock<File>,
+    ) -> CloudResult<Arc<Inner>> {
         let volumes: Vec<VolumeRecord> = load(&layout, Kind::Volume)?;
         let snapshots: Vec<CopyRecord> = load(&layout, Kind::Snapshot)?;
         let backups: Vec<CopyRecord> = load(&layout, Kind::Backup)?;
@@ -185,7 +212,7 @@ impl LocalCloud {
         });
         let report = inner.reconcile()?;
         tracing::info!(dir = %inner.layout.root().display(), reconcile = %report, "local backend ready");
-        Ok(Self { inner })
+        Ok(inner)
     }
 
     pub async fn open(opts: LocalOptions) -> CloudResult<Self> {
@@ -196,12 +223,38 @@ impl LocalCloud {
 
     /// The canonical state directory.
     pub fn dir(&self) -> &Path {
-        self.inner.layout.root()
+        &self.held.root
     }
 
     /// Where the volumes attached to `server` have their links (that node's `--by-id-dir`).
     pub fn by_id_dir(&self, server: &str) -> PathBuf {
-        self.inner.layout.by_id_dir(server)
+        Layout::new(self.held.root.clone()).by_id_dir(server)
+    }
+
+    /// Whether this process holds DIR (is the backend, not its standby).
+    pub fn holds(&self) -> bool {
+        self.held.inner.get().is_some()
+    }
+
+    /// What a standby waits for, for callers that say so.
+    pub fn waiting_for(&self) -> String {
+        format!(
+            "standby controller: waiting for the lock {} on the local backend's state dir {}, \
+             held by another cinder-csi process; this one serves once that process exits",
+            self.held.lock.display(),
+            self.held.root.display()
+        )
+    }
+
+    /// The backend, once this process holds DIR; until then every call is `Unavailable`.
+    pub(super) fn inner(&self) -> CloudResult<&Arc<Inner>> {
+        self.held
+            .inner
+            .get()
+            .ok_or_else(|| CloudError::Unavailable {
+                message: self.waiting_for(),
+                request_id: Default::default(),
+            })
     }
 
     /// Run the startup reconcile again (tests; an operator tool).
@@ -213,7 +266,7 @@ impl LocalCloud {
         &self,
         f: impl FnOnce(&Inner) -> CloudResult<T> + Send + 'static,
     ) -> CloudResult<T> {
-        let inner = self.inner.clone();
+        let inner = self.inner()?.clone();
         tokio::task::spawn_blocking(move || f(&inner))
             .await
             .map_err(|e| io_error("local backend task", e))?
@@ -273,29 +326,6 @@ impl Inner {
         Ok(())
     }
 
-    pub(super) fn capacity(
-        &self,
-        az: Option<&str>,
-        volume_type: Option<&str>,
-    ) -> CloudResult<Capacity> {
-        if let Some(t) = volume_type {
-            if records::find_volume_type(t).is_none() {
-                return Err(CloudError::not_found(Resource::VolumeType, t));
-            }
-        }
-        if az.is_some_and(|z| !self.zones.iter().any(|c| c == z)) {
-            return Ok(Capacity {
-                available_bytes: Some(0),
-                maximum_volume_bytes: None,
-            });
-        }
-        let (free, total) = self.space()?;
-        Ok(Capacity {
-            available_bytes: Some(free),
-            maximum_volume_bytes: Some(total),
-        })
-    }
-
     /// The zone a new volume or backup goes to: the one asked for, which must be configured,
     /// else `inherited` (a source's zone), else the first.
     pub(super) fn zone_for(
@@ -339,44 +369,5 @@ impl Inner {
             });
         }
         Ok(())
-    }
-}
-
-#[async_trait]
-impl Placement for LocalCloud {
-    async fn get_volume_type(&self, name_or_id: &str) -> CloudResult<VolumeType> {
-        records::find_volume_type(name_or_id)
-            .ok_or_else(|| CloudError::not_found(Resource::VolumeType, name_or_id))
-    }
-
-    async fn availability_zones(&self) -> CloudResult<Vec<String>> {
-        Ok(self.inner.zones.clone())
-    }
-
-    async fn capacity(
-        &self,
-        availability_zone: Option<&str>,
-        volume_type: Option<&str>,
-    ) -> CloudResult<Capacity> {
-        let (az, vt) = (
-            availability_zone.map(str::to_string),
-            volume_type.map(str::to_string),
-        );
-        self.blocking(move |inner| inner.capacity(az.as_deref(), vt.as_deref()))
-            .await
-    }
-}
-
-#[async_trait]
-impl Health for LocalCloud {
-    /// The state directory is still there.
-    async fn check(&self) -> CloudResult<()> {
-        self.blocking(|inner| {
-            let root = inner.layout.root();
-            std::fs::metadata(root.join("volumes"))
-                .map(|_| ())
-                .map_err(|e| io_error(format_args!("state directory {}", root.display()), e))
-        })
-        .await
     }
 }

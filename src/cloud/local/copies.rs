@@ -25,6 +25,7 @@ impl Copies for LocalCloud {
     }
 
     async fn backups_supported(&self) -> CloudResult<bool> {
+        self.inner()?;
         Ok(true)
     }
 
@@ -34,7 +35,7 @@ impl Copies for LocalCloud {
     }
 
     async fn get_copy(&self, kind: CopyKind, id: &str) -> CloudResult<VolumeCopy> {
-        self.inner
+        self.inner()?
             .read()
             .copies(kind)
             .get(id)
@@ -49,7 +50,7 @@ impl Copies for LocalCloud {
         page: &PageRequest,
     ) -> CloudResult<Page<VolumeCopy>> {
         let items = self
-            .inner
+            .inner()?
             .read()
             .copies(kind)
             .values()

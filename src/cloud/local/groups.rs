@@ -106,12 +106,12 @@ impl GroupSnapshots for LocalCloud {
     }
 
     async fn get_group_snapshot(&self, id: &str) -> CloudResult<GroupSnapshot> {
-        self.inner.group_snapshot(id)
+        self.inner()?.group_snapshot(id)
     }
 
     async fn group_snapshots_named(&self, name: &str) -> CloudResult<Vec<GroupSnapshot>> {
-        let mut ids: Vec<(u64, String)> = self
-            .inner
+        let inner = self.inner()?;
+        let mut ids: Vec<(u64, String)> = inner
             .read()
             .group_snapshots
             .values()
@@ -121,7 +121,7 @@ impl GroupSnapshots for LocalCloud {
         ids.sort();
         Ok(ids
             .iter()
-            .filter_map(|(_, id)| self.inner.group_snapshot(id).ok())
+            .filter_map(|(_, id)| inner.group_snapshot(id).ok())
             .collect())
     }
 
@@ -144,7 +144,7 @@ impl GroupSnapshots for LocalCloud {
             deadline,
             PACE,
             || async move {
-                let g = self.inner.group_snapshot(id)?;
+                let g = self.inner()?.group_snapshot(id)?;
                 let verdict = if g.status.is_error() {
                     Verdict::Fail(CloudError::ErrorState {
                         resource: Resource::GroupSnapshot,
@@ -166,11 +166,13 @@ impl GroupSnapshots for LocalCloud {
 
     /// Local volumes are never in a group.
     async fn release_volume(&self, _volume: &Volume, _deadline: Instant) -> CloudResult<()> {
+        self.inner()?;
         Ok(())
     }
 
     /// Nothing is made besides the group snapshot (a crash's leftovers go at startup).
     async fn sweep(&self, _deadline: Instant) -> CloudResult<()> {
+        self.inner()?;
         Ok(())
     }
 }

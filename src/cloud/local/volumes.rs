@@ -34,7 +34,7 @@ impl Volumes for LocalCloud {
     }
 
     async fn get_volume(&self, id: &str) -> CloudResult<Volume> {
-        self.inner
+        self.inner()?
             .read()
             .volumes
             .get(id)
@@ -48,7 +48,7 @@ impl Volumes for LocalCloud {
         page: &PageRequest,
     ) -> CloudResult<Page<Volume>> {
         let items = self
-            .inner
+            .inner()?
             .read()
             .volumes
             .values()
@@ -106,9 +106,10 @@ impl Volumes for LocalCloud {
         deadline: Instant,
     ) -> CloudResult<Volume> {
         let started = Instant::now();
+        let inner = self.inner()?;
         poll(Resource::Volume, id, until.wanted(), deadline, PACE, || {
             // Gone: what a `Deleted` wait waits for, and the end of any other (the port's rule).
-            let look = match self.inner.read().volumes.get(id) {
+            let look = match inner.read().volumes.get(id) {
                 None => Err(not_found(id)),
                 Some(rec) => {
                     let v = rec.to_volume();
