@@ -9,9 +9,10 @@
 //! - the exec anchor: `/bin/mount --bind` + `/bin/umount` (and `/bin/mount -t ext4` for stage);
 //! - the transport floor: two empty gRPC calls (NodeGetCapabilities) on the same channel.
 //!
-//! With `-- --other "CMD ARGS"` (e.g. upstream's cinder-csi-plugin in node mode; the bench
-//! adds `--endpoint=unix://…`), both drivers then run the same calls, interleaved round by
-//! round, each on its own blank loop device, and a side-by-side table with ratios follows
+//! With `-- --other "CMD ARGS"` (e.g. upstream's cinder-csi-plugin in node mode, or an
+//! earlier cinder-csi with `--kubelet-dir {root}/other`; `{root}` is this run's directory,
+//! and the bench adds `--endpoint=unix://…`), both drivers then run the same calls,
+//! interleaved call by call, each on its own blank loop device, and a side-by-side table with ratios follows
 //! (node_side.rs). The other driver finds its device by `/dev/disk/by-id/virtio-<id[:20]>`,
 //! which the bench links (and removes).
 //!
@@ -19,7 +20,10 @@
 //! copy of `cargo build --release`'s, the one that ships).
 //!
 //! Prints a Markdown table (p50/p99 per pair) for docs/PERFORMANCE.md. `BENCH_ROUNDS` and
-//! `BENCH_ITERS` scale it (defaults 5 × 400 for publish, a fifth of that for stage).
+//! `BENCH_ITERS` scale it (defaults 10 × 200 for publish, a fifth of that for stage). Every
+//! iteration samples each method once, in a rotating order, and the ratios against the
+//! floors are taken per round (median and spread over the rounds): on a shared machine a
+//! load change then moves ours and its floor alike.
 //! `BENCH_RT=1` runs the benchmark and the driver under SCHED_FIFO (via `chrt`), which takes
 //! other tenants' CPU load out of the numbers: on a shared 2-vCPU machine under CFS, a syscall
 //! that sleeps (rmdir on ext4 waits for the journal) pays a whole reschedule when it wakes.
@@ -82,15 +86,56 @@ pub(crate) fn cap() -> VolumeCapability {
     }
 }
 
+/// One row's samples, in the order taken, and where each round ended (so a statistic can be
+/// taken per round as well as over the whole run).
 #[derive(Default)]
-pub(crate) struct Samples(Vec<Duration>);
+pub(crate) struct Samples(Vec<Duration>, Vec<usize>);
 
 impl Samples {
-    fn p(&mut self, q: f64) -> Duration {
-        self.0.sort();
-        let i = ((self.0.len() as f64 * q).ceil() as usize).clamp(1, self.0.len()) - 1;
-        self.0[i]
+    /// Nearest-rank quantile over every sample of the run.
+    fn p(&self, q: f64) -> Duration {
+        quantile(&self.0, q)
     }
+
+    pub(crate) fn end_round(&mut self) {
+        self.1.push(self.0.len());
+    }
+
+    /// The median of each round's samples.
+    fn round_medians(&self) -> Vec<Duration> {
+        let mut start = 0;
+        let mut out = Vec::new();
+        for &end in &self.1 {
+            if end > start {
+                out.push(quantile(&self.0[start..end], 0.5));
+            }
+            start = end;
+        }
+        out
+    }
+}
+
+fn quantile(samples: &[Duration], q: f64) -> Duration {
+    let mut v = samples.to_vec();
+    v.sort();
+    let i = ((v.len() as f64 * q).ceil() as usize).clamp(1, v.len()) - 1;
+    v[i]
+}
+
+/// `ours` against `floor` (the sum of the floor rows' medians), per round: each round's
+/// rows were taken interleaved, so a change of the machine's load during the run moves both
+/// sides of one round's ratio alike. Returns (median, min, max) over the rounds and the ratio
+/// of the whole run's medians.
+pub(crate) fn ratio(ours: &Samples, floor: &[&Samples]) -> (f64, f64, f64, f64) {
+    let o = ours.round_medians();
+    let f: Vec<Vec<Duration>> = floor.iter().map(|s| s.round_medians()).collect();
+    let mut r: Vec<f64> = (0..o.len())
+        .map(|i| o[i].as_secs_f64() / f.iter().map(|x| x[i].as_secs_f64()).sum::<f64>())
+        .collect();
+    r.sort_by(|a, b| a.total_cmp(b));
+    let whole =
+        ours.p(0.5).as_secs_f64() / floor.iter().map(|s| s.p(0.5).as_secs_f64()).sum::<f64>();
+    (r[r.len() / 2], r[0], r[r.len() - 1], whole)
 }
 
 pub(crate) fn us(d: Duration) -> String {
@@ -122,8 +167,10 @@ fn main() {
         let pid = std::process::id().to_string();
         exec("chrt", &["-a", "-f", "-p", "10", &pid]);
     }
-    let rounds: usize = env_num("BENCH_ROUNDS", 5);
-    let iters: usize = env_num("BENCH_ITERS", 400);
+    // Ten short rounds rather than a few long ones: the ratios are taken per round, and their
+    // spread shows how much the shared machine moved them.
+    let rounds: usize = env_num("BENCH_ROUNDS", 10);
+    let iters: usize = env_num("BENCH_ITERS", 200);
     let stage_iters = (iters / 5).max(10);
 
     let root = PathBuf::from(format!("/var/tmp/cinder-node-bench-{}", std::process::id()));
@@ -134,10 +181,12 @@ fn main() {
         link: None,
     };
     let args: Vec<String> = std::env::args().collect();
-    let other: Option<Vec<String>> = args
-        .iter()
-        .position(|a| a == "--other")
-        .map(|i| args[i + 1].split_whitespace().map(str::to_string).collect());
+    let other: Option<Vec<String>> = args.iter().position(|a| a == "--other").map(|i| {
+        // `{root}` stands for this run's directory (the other driver's kubelet dir must
+        // hold the paths the bench sends it).
+        let line = args[i + 1].replace("{root}", &root.display().to_string());
+        line.split_whitespace().map(str::to_string).collect()
+    });
     let kubelet = root.join("kubelet");
     let by_id = root.join("local/by-id/6b1f3c9e-2a4d-4e5f-8a7b-9c0d1e2f3a4b");
     std::fs::create_dir_all(&kubelet).unwrap();
@@ -214,17 +263,7 @@ fn main() {
                     )
                     .await,
                 ];
-                for s in sides.iter_mut() {
-                    s.first_stage().await;
-                }
-                for _ in 0..rounds {
-                    for s in sides.iter_mut() {
-                        s.round(iters / 4).await;
-                    }
-                }
-                for s in sides.iter_mut() {
-                    s.finish().await;
-                }
+                node_side::run(&mut sides, rounds, iters / 2).await;
                 node_side::report(&mut sides);
             }
         })
@@ -329,131 +368,121 @@ async fn run(
     let mut s: Vec<Samples> = names.iter().map(|_| Samples::default()).collect();
     let mut publish_only = Samples::default();
     let mut unpublish_only = Samples::default();
+    let mut stage_grpc = Samples::default();
     let bind_dir = kubelet.join("raw-target");
+    // Each iteration takes one sample of every method, in an order that rotates from one
+    // iteration to the next: a change of the machine's load (the machine is shared) falls on
+    // all of them alike, instead of on whichever block of one method ran at that moment.
+    // The exec anchors (a few ms each) run every fourth iteration.
     for _ in 0..rounds {
-        // Publish-side methods, staged volume in place.
-        for _ in 0..iters {
-            let t = Instant::now();
-            c.node_publish_volume(publish_req.clone()).await.unwrap();
-            let mid = Instant::now();
-            c.node_unpublish_volume(unpublish_req.clone())
-                .await
-                .unwrap();
-            let end = Instant::now();
-            s[0].0.push(end - t);
-            publish_only.0.push(mid - t);
-            unpublish_only.0.push(end - mid);
-        }
-        std::fs::create_dir_all(&bind_dir).unwrap();
-        for _ in 0..iters {
-            let t = Instant::now();
-            nix::mount::mount(
-                Some(&staging),
-                &bind_dir,
-                None::<&str>,
-                MsFlags::MS_BIND,
-                None::<&str>,
-            )
-            .unwrap();
-            nix::mount::umount2(&bind_dir, MntFlags::empty()).unwrap();
-            s[1].0.push(t.elapsed());
-        }
-        std::fs::remove_dir(&bind_dir).unwrap();
-        for _ in 0..iters {
-            let t = Instant::now();
-            let _ = rustix::fs::statx(
-                rustix::fs::CWD,
-                &bind_dir,
-                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
-                rustix::fs::StatxFlags::TYPE,
-            );
-            std::fs::create_dir(&bind_dir).unwrap();
-            nix::mount::mount(
-                Some(&staging),
-                &bind_dir,
-                None::<&str>,
-                MsFlags::MS_BIND,
-                None::<&str>,
-            )
-            .unwrap();
-            let _ = rustix::fs::statx(
-                rustix::fs::CWD,
-                &bind_dir,
-                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
-                rustix::fs::StatxFlags::TYPE,
-            );
-            nix::mount::umount2(&bind_dir, MntFlags::empty()).unwrap();
-            std::fs::remove_dir(&bind_dir).unwrap();
-            s[2].0.push(t.elapsed());
-        }
-        std::fs::create_dir_all(&bind_dir).unwrap();
-        for _ in 0..iters {
-            let t = Instant::now();
-            exec(
-                "/bin/mount",
-                &[
-                    "--bind",
-                    staging.to_str().unwrap(),
-                    bind_dir.to_str().unwrap(),
-                ],
-            );
-            exec("/bin/umount", &[bind_dir.to_str().unwrap()]);
-            s[3].0.push(t.elapsed());
-        }
-        std::fs::remove_dir(&bind_dir).unwrap();
-        for _ in 0..iters {
-            let t = Instant::now();
-            c.node_get_capabilities(NodeGetCapabilitiesRequest {})
-                .await
-                .unwrap();
-            c.node_get_capabilities(NodeGetCapabilitiesRequest {})
-                .await
-                .unwrap();
-            s[4].0.push(t.elapsed());
-        }
-        // What handing one RPC's host work to the blocking pool costs (the driver does it once
-        // per RPC; same runtime shape as this client: tokio multi-thread).
-        for _ in 0..iters {
+        // Publish side: the volume stays staged.
+        for i in 0..iters {
+            for k in 0..5 {
+                match (i + k) % 5 {
+                    0 => {
+                        let t = Instant::now();
+                        c.node_publish_volume(publish_req.clone()).await.unwrap();
+                        let mid = Instant::now();
+                        c.node_unpublish_volume(unpublish_req.clone())
+                            .await
+                            .unwrap();
+                        let end = Instant::now();
+                        s[0].0.push(end - t);
+                        publish_only.0.push(mid - t);
+                        unpublish_only.0.push(end - mid);
+                    }
+                    1 => {
+                        std::fs::create_dir_all(&bind_dir).unwrap();
+                        let t = Instant::now();
+                        bind(&staging, &bind_dir);
+                        nix::mount::umount2(&bind_dir, MntFlags::empty()).unwrap();
+                        s[1].0.push(t.elapsed());
+                        std::fs::remove_dir(&bind_dir).unwrap();
+                    }
+                    2 => {
+                        let t = Instant::now();
+                        let _ = statx(&bind_dir);
+                        std::fs::create_dir(&bind_dir).unwrap();
+                        bind(&staging, &bind_dir);
+                        let _ = statx(&bind_dir);
+                        nix::mount::umount2(&bind_dir, MntFlags::empty()).unwrap();
+                        std::fs::remove_dir(&bind_dir).unwrap();
+                        s[2].0.push(t.elapsed());
+                    }
+                    3 if i % 4 == 0 => {
+                        std::fs::create_dir_all(&bind_dir).unwrap();
+                        let t = Instant::now();
+                        let (from, to) = (staging.to_str().unwrap(), bind_dir.to_str().unwrap());
+                        exec("/bin/mount", &["--bind", from, to]);
+                        exec("/bin/umount", &[to]);
+                        s[3].0.push(t.elapsed());
+                        std::fs::remove_dir(&bind_dir).unwrap();
+                    }
+                    4 => {
+                        let t = Instant::now();
+                        two_empty_calls(&mut c).await;
+                        s[4].0.push(t.elapsed());
+                    }
+                    _ => {}
+                }
+            }
+            // What handing one RPC's host work to the blocking pool costs (the driver does
+            // it once per RPC; same runtime shape as this client: tokio multi-thread).
             let t = Instant::now();
             tokio::task::spawn_blocking(|| ()).await.unwrap();
             s[8].0.push(t.elapsed());
         }
-        // Stage-side methods: our staging is unstaged while the others use the device.
-        for _ in 0..stage_iters {
-            let t = Instant::now();
-            c.node_unstage_volume(unstage_req.clone()).await.unwrap();
-            c.node_stage_volume(stage_req.clone()).await.unwrap();
-            s[5].0.push(t.elapsed());
-        }
+        // Stage side: each pair starts and ends unstaged, so the raw mounts can use the
+        // device in between. The transport floor is sampled here too (its own row is the
+        // publish side's).
         c.node_unstage_volume(unstage_req.clone()).await.unwrap();
-        for _ in 0..stage_iters {
-            let t = Instant::now();
-            nix::mount::mount(
-                Some(dev),
-                &raw_staging,
-                Some("ext4"),
-                MsFlags::empty(),
-                None::<&str>,
-            )
-            .unwrap();
-            nix::mount::umount2(&raw_staging, MntFlags::empty()).unwrap();
-            s[6].0.push(t.elapsed());
-        }
-        for _ in 0..stage_iters {
-            let t = Instant::now();
-            exec(
-                "/bin/mount",
-                &["-t", "ext4", dev, raw_staging.to_str().unwrap()],
-            );
-            exec("/bin/umount", &[raw_staging.to_str().unwrap()]);
-            s[7].0.push(t.elapsed());
+        for i in 0..stage_iters {
+            for k in 0..4 {
+                match (i + k) % 4 {
+                    0 => {
+                        let t = Instant::now();
+                        c.node_stage_volume(stage_req.clone()).await.unwrap();
+                        c.node_unstage_volume(unstage_req.clone()).await.unwrap();
+                        s[5].0.push(t.elapsed());
+                    }
+                    1 => {
+                        let t = Instant::now();
+                        nix::mount::mount(
+                            Some(dev),
+                            &raw_staging,
+                            Some("ext4"),
+                            MsFlags::empty(),
+                            None::<&str>,
+                        )
+                        .unwrap();
+                        nix::mount::umount2(&raw_staging, MntFlags::empty()).unwrap();
+                        s[6].0.push(t.elapsed());
+                    }
+                    2 if i % 4 == 0 => {
+                        let t = Instant::now();
+                        let to = raw_staging.to_str().unwrap();
+                        exec("/bin/mount", &["-t", "ext4", dev, to]);
+                        exec("/bin/umount", &[to]);
+                        s[7].0.push(t.elapsed());
+                    }
+                    3 => {
+                        let t = Instant::now();
+                        two_empty_calls(&mut c).await;
+                        stage_grpc.0.push(t.elapsed());
+                    }
+                    _ => {}
+                }
+            }
         }
         c.node_stage_volume(stage_req.clone()).await.unwrap();
+        for row in s.iter_mut().chain([&mut stage_grpc]) {
+            row.end_round();
+        }
     }
     c.node_unstage_volume(unstage_req.clone()).await.unwrap();
 
     println!(
-        "scheduling: {}",
+        "scheduling: {}; {rounds} rounds of {iters} publish and {stage_iters} stage iterations",
         if std::env::var("BENCH_RT").is_ok_and(|v| v == "1") {
             "SCHED_FIFO (BENCH_RT=1)"
         } else {
@@ -462,37 +491,57 @@ async fn run(
     );
     println!("| pair | samples | p50 | p99 |");
     println!("|---|---:|---:|---:|");
-    for (name, samples) in names.iter().zip(s.iter_mut()) {
+    let row = |name: &str, samples: &Samples| {
         println!(
             "| {name} | {} | {} | {} |",
             samples.0.len(),
             us(samples.p(0.5)),
             us(samples.p(0.99))
         );
+    };
+    for (name, samples) in names.iter().zip(s.iter()) {
+        row(name, samples);
     }
-    println!(
-        "| … of which NodePublishVolume alone | {} | {} | {} |",
-        publish_only.0.len(),
-        us(publish_only.p(0.5)),
-        us(publish_only.p(0.99))
-    );
-    println!(
-        "| … of which NodeUnpublishVolume alone | {} | {} | {} |",
-        unpublish_only.0.len(),
-        us(unpublish_only.p(0.5)),
-        us(unpublish_only.p(0.99))
-    );
+    row("… of which NodePublishVolume alone", &publish_only);
+    row("… of which NodeUnpublishVolume alone", &unpublish_only);
+    row("gRPC floor, sampled among the stage pairs", &stage_grpc);
     println!(
         "\nfirst NodeStageVolume of the blank 1 GiB device (mkfs.ext4 included): {}",
         us(first_stage)
     );
-    let ours = s[0].p(0.5).as_secs_f64();
-    let raw = s[2].p(0.5).as_secs_f64();
-    let grpc = s[4].p(0.5).as_secs_f64();
-    println!(
-        "publish+unpublish p50: {:.1}× the raw syscall sequence, {:.1}× (raw sequence + gRPC floor), exec anchor {:.1}× ours",
-        ours / raw,
-        ours / (raw + grpc),
-        s[3].p(0.5).as_secs_f64() / ours
+    let show = |what: &str, (mid, lo, hi, whole): (f64, f64, f64, f64)| {
+        println!(
+            "{what}: {mid:.2}× per round (median of {rounds}; min {lo:.2}×, max {hi:.2}×), \
+             {whole:.2}× over the whole run's medians"
+        );
+    };
+    show(
+        "publish+unpublish / (raw statx+mkdir+bind/statx+umount2+rmdir + gRPC floor)",
+        ratio(&s[0], &[&s[2], &s[4]]),
     );
+    show(
+        "stage+unstage / (raw mount(2)+umount2 + gRPC floor)",
+        ratio(&s[5], &[&s[6], &stage_grpc]),
+    );
+}
+
+fn bind(from: &Path, to: &Path) {
+    nix::mount::mount(Some(from), to, None::<&str>, MsFlags::MS_BIND, None::<&str>).unwrap();
+}
+
+fn statx(path: &Path) -> rustix::io::Result<rustix::fs::Statx> {
+    rustix::fs::statx(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+        rustix::fs::StatxFlags::TYPE,
+    )
+}
+
+async fn two_empty_calls(c: &mut NodeClient<Channel>) {
+    for _ in 0..2 {
+        c.node_get_capabilities(NodeGetCapabilitiesRequest {})
+            .await
+            .unwrap();
+    }
 }

@@ -11,7 +11,7 @@ use cinder_csi::server::csi::pb::node_client::NodeClient;
 use cinder_csi::server::csi::pb::*;
 use tonic::transport::Channel;
 
-use super::{cap, us, Samples};
+use super::{cap, ratio, us, Samples};
 
 pub const ROWS: [&str; 5] = [
     "NodePublish + NodeUnpublish",
@@ -94,79 +94,123 @@ impl Side {
         self.rows[4].0.push(t.elapsed());
     }
 
-    /// One round: `iters` of each pair (a fifth for stage), staged volume left in place.
-    pub async fn round(&mut self, iters: usize) {
-        for _ in 0..iters {
-            let t = Instant::now();
-            self.node
-                .node_publish_volume(self.publish.clone())
-                .await
-                .unwrap();
-            self.node
-                .node_unpublish_volume(self.unpublish.clone())
-                .await
-                .unwrap();
-            self.rows[0].0.push(t.elapsed());
-        }
-        for _ in 0..(iters / 5).max(10) {
-            let t = Instant::now();
-            self.node
-                .node_unstage_volume(self.unstage.clone())
-                .await
-                .unwrap();
-            self.node
-                .node_stage_volume(self.stage.clone())
-                .await
-                .unwrap();
-            self.rows[1].0.push(t.elapsed());
-        }
-        // Probe and NodeGetCapabilities take turns going first, so neither is always the
-        // call that follows a different kind of work (like with like).
-        for i in 0..iters {
-            for row in if i % 2 == 0 { [2, 3] } else { [3, 2] } {
-                let t = Instant::now();
-                if row == 2 {
-                    self.identity.probe(ProbeRequest {}).await.unwrap();
-                } else {
-                    self.node
-                        .node_get_capabilities(NodeGetCapabilitiesRequest {})
-                        .await
-                        .unwrap();
-                }
-                self.rows[row].0.push(t.elapsed());
-            }
-        }
-        // Once more from a blank disk.
+    async fn publish_pair(&mut self) {
+        let t = Instant::now();
+        self.node
+            .node_publish_volume(self.publish.clone())
+            .await
+            .unwrap();
+        self.node
+            .node_unpublish_volume(self.unpublish.clone())
+            .await
+            .unwrap();
+        self.rows[0].0.push(t.elapsed());
+    }
+
+    /// Stage then unstage: starts and ends unstaged.
+    async fn stage_pair(&mut self) {
+        let t = Instant::now();
+        self.node
+            .node_stage_volume(self.stage.clone())
+            .await
+            .unwrap_or_else(|e| panic!("{}: NodeStageVolume: {e}", self.label));
         self.node
             .node_unstage_volume(self.unstage.clone())
             .await
             .unwrap();
-        self.first_stage().await;
+        self.rows[1].0.push(t.elapsed());
     }
 
-    pub async fn finish(&mut self) {
-        let _ = self.node.node_unstage_volume(self.unstage.clone()).await;
+    async fn empty_call(&mut self, row: usize) {
+        let t = Instant::now();
+        if row == 2 {
+            self.identity.probe(ProbeRequest {}).await.unwrap();
+        } else {
+            self.node
+                .node_get_capabilities(NodeGetCapabilitiesRequest {})
+                .await
+                .unwrap();
+        }
+        self.rows[row].0.push(t.elapsed());
+    }
+
+    async fn unstage(&mut self) {
+        self.node
+            .node_unstage_volume(self.unstage.clone())
+            .await
+            .unwrap();
     }
 }
 
-pub fn report(sides: &mut [Side]) {
-    let [a, b] = sides else { return };
-    println!("\nSide by side, one run, interleaved round by round, same client (p50 / p99):\n");
+/// `rounds` rounds of `iters` publish pairs, a fifth of that stage pairs and `iters` of each
+/// empty call per driver, the drivers taking turns call by call (who goes first alternates),
+/// so both see the same machine; each round ends with a first stage of a blank disk.
+pub async fn run(sides: &mut [Side; 2], rounds: usize, iters: usize) {
+    for s in sides.iter_mut() {
+        s.first_stage().await;
+    }
+    for _ in 0..rounds {
+        for i in 0..iters {
+            for j in order(i) {
+                sides[j].publish_pair().await;
+            }
+        }
+        for s in sides.iter_mut() {
+            s.unstage().await;
+        }
+        for i in 0..(iters / 5).max(10) {
+            for j in order(i) {
+                sides[j].stage_pair().await;
+            }
+        }
+        // Probe and NodeGetCapabilities take turns going first as well (like with like).
+        for i in 0..iters {
+            for j in order(i) {
+                for row in if i % 4 < 2 { [2, 3] } else { [3, 2] } {
+                    sides[j].empty_call(row).await;
+                }
+            }
+        }
+        for j in order(0) {
+            sides[j].first_stage().await;
+        }
+        for s in sides.iter_mut() {
+            for r in s.rows.iter_mut() {
+                r.end_round();
+            }
+        }
+    }
+    for s in sides.iter_mut() {
+        let _ = s.node.node_unstage_volume(s.unstage.clone()).await;
+    }
+}
+
+fn order(i: usize) -> [usize; 2] {
+    if i.is_multiple_of(2) {
+        [0, 1]
+    } else {
+        [1, 0]
+    }
+}
+
+pub fn report(sides: &mut [Side; 2]) {
+    let [a, b] = sides;
+    println!("\nSide by side, one run, interleaved call by call, same client (p50 / p99):\n");
     println!(
-        "| call | {} | {} | ratio p50 ({}/{}) |",
+        "| call | {} | {} | ratio of p50s ({}/{}) | per-round ratio: median [min–max] |",
         a.label, b.label, a.label, b.label
     );
-    println!("|---|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|");
     for (i, name) in ROWS.iter().enumerate() {
         let (pa50, pa99) = (a.rows[i].p(0.5), a.rows[i].p(0.99));
         let (pb50, pb99) = (b.rows[i].p(0.5), b.rows[i].p(0.99));
+        let (mid, lo, hi, whole) = ratio(&a.rows[i], &[&b.rows[i]]);
         println!(
-            "| {name} | {} / {} | {} / {} | {:.2} |",
+            "| {name} | {} / {} | {} / {} | {whole:.2} | {mid:.2} [{lo:.2}–{hi:.2}] |",
             us(pa50),
             us(pa99),
             us(pb50),
             us(pb99),
-            pa50.as_secs_f64() / pb50.as_secs_f64()
         );
     }
 }
