@@ -16,5 +16,7 @@ mod types;
 pub use fs::FsKind;
 pub use types::*;
 
+mod node_port;
 mod port;
+pub use node_port::*;
 pub use port::*;

@@ -1,4 +1,5 @@
-//! The host port: its error, the Mounter, Devices and Filesystems traits, and Host.
+//! The host port: its error and the fine-grained roles, the Mounter, Devices and Filesystems
+//! traits (the node path's steps and Host are in `node_port`).
 
 use super::*;
 
@@ -199,12 +200,4 @@ pub trait Filesystems: Send + Sync {
     /// Whether the unmounted filesystem on `device` is whole and consistent, checked without
     /// writing to it (`e2fsck -fn`, `xfs_repair -n`, `btrfs check --readonly`).
     fn is_consistent(&self, device: &Path, fs: FsKind) -> HostResult<bool>;
-}
-
-/// The three roles, as one bundle for the node core.
-#[derive(Clone)]
-pub struct Host {
-    pub mounter: std::sync::Arc<dyn Mounter>,
-    pub devices: std::sync::Arc<dyn Devices>,
-    pub filesystems: std::sync::Arc<dyn Filesystems>,
 }

@@ -30,22 +30,25 @@ pub fn staged(host: &Host, staging: &Path) -> Result<Option<PathInfo>> {
 
 /// Refuse to stage a filesystem in `staging` when a device is staged there for block access
 /// (CSI: staged with an incompatible capability → ALREADY_EXISTS). Mounting over it would
-/// hide the bind, and probing could end in formatting a device that pods use raw.
-pub fn refuse_if_staged(host: &Host, p: &StagePlan, dev: &PathInfo) -> Result<()> {
-    match staged(host, &p.staging)? {
-        None => Ok(()),
-        Some(f) if f.rdev == dev.rdev => Err(Mismatch::StagedForBlock {
-            id: p.volume_id.clone(),
-            staging: p.staging.clone(),
-        }
-        .into()),
-        Some(f) => Err(NodeRefusal::StagingHoldsDevice {
-            staging: p.staging.clone(),
-            device: f.rdev,
-            id: p.volume_id.clone(),
-        }
-        .into()),
+/// hide the bind, and probing could end in formatting a device that pods use raw. `file` is
+/// what `<staging>/block` is, `dev` the volume's device.
+pub fn refuse_staged(p: &StagePlan, file: &PathInfo, dev: &PathInfo) -> Result<()> {
+    if !(file.mount_root && file.kind == FileKind::Block) {
+        return Ok(());
     }
+    if file.rdev == dev.rdev {
+        return Err(Mismatch::StagedForBlock {
+            id: p.volume_id.clone(),
+            staging: p.staging.clone(),
+        }
+        .into());
+    }
+    Err(NodeRefusal::StagingHoldsDevice {
+        staging: p.staging.clone(),
+        device: file.rdev,
+        id: p.volume_id.clone(),
+    }
+    .into())
 }
 
 /// Stage for block access: bind `device` onto `<staging>/block`. Idempotent.

@@ -42,9 +42,8 @@ pub fn still_broken(path: &Path, errno: i32) -> Error {
     .into()
 }
 
-/// Whether the mount at `path` (info from statx) is the filesystem on `device`. ext4/xfs
-/// report the block device as st_dev, so one comparison answers; btrfs uses an anonymous
-/// device (major 0), so only then is the mount table asked.
+/// Whether the mount at `path` (info from statx) is the filesystem on `device` (see
+/// [`crate::host::NodePath::mounts_device`]).
 pub fn same_device(
     host: &Host,
     path: &Path,
@@ -52,20 +51,7 @@ pub fn same_device(
     device: &Path,
     dev: &PathInfo,
 ) -> Result<bool> {
-    if info.dev == dev.rdev {
-        return Ok(true);
-    }
-    if info.dev.major != 0 {
-        return Ok(false);
-    }
-    match host.mounter.mounted_device(path)? {
-        Some(src) if src == device => Ok(true),
-        Some(src) => Ok(matches!(
-            host.mounter.inspect(&src)?,
-            PathState::Present(s) if s.kind == FileKind::Block && s.rdev == dev.rdev
-        )),
-        None => Ok(false),
-    }
+    Ok(host.node.mounts_device(path, info, device, dev)?)
 }
 
 /// A mount whose filesystem no longer answers (EIO/ENOTCONN/ESTALE): try a normal unmount;

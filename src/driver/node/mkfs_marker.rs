@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use super::plan::StagePlan;
 use crate::driver::Result;
-use crate::host::{Content, FsKind, Host, PathState};
+use crate::host::{Content, FsKind, Host};
 
 /// `<staging>.cinder-csi-mkfs`, in the CO's per-volume directory (kubelet's
 /// `.../<volume>/globalmount` → `.../<volume>/globalmount.cinder-csi-mkfs`).
@@ -19,13 +19,6 @@ pub fn path(staging: &Path) -> PathBuf {
     let mut p = staging.as_os_str().to_owned();
     p.push(".cinder-csi-mkfs");
     PathBuf::from(p)
-}
-
-pub fn present(host: &Host, staging: &Path) -> Result<bool> {
-    Ok(matches!(
-        host.mounter.inspect(&path(staging))?,
-        PathState::Present(_)
-    ))
 }
 
 /// What to do with the device's `content` when an interrupted format of ours is on record:

@@ -65,10 +65,15 @@ pub fn publish(host: &Host, p: &PublishPlan) -> Result<()> {
     }
 }
 
+/// Crosses the host port twice (look, publish); once more for SINGLE_NODE_SINGLE_WRITER
+/// (the mount table) or when the volume is published there already (its read-only flag).
 fn publish_mount(host: &Host, p: &PublishPlan) -> Result<()> {
     let staging = p.staging.as_path();
-    let staged = match host.mounter.inspect(staging)? {
-        PathState::Present(info) if info.mount_root && info.kind == FileKind::Dir => info,
+    let look = host.node.look_publish(staging, &p.target)?;
+    let (staged, target_state) = match (look.staging, look.target) {
+        (PathState::Present(info), Some(t)) if info.mount_root && info.kind == FileKind::Dir => {
+            (info, t)
+        }
         _ => {
             return Err(NodeRefusal::NotStaged {
                 id: p.volume_id.clone(),
@@ -79,10 +84,10 @@ fn publish_mount(host: &Host, p: &PublishPlan) -> Result<()> {
         }
     };
     let target = &p.target;
-    match host.mounter.inspect(target)? {
+    let create_dir = match target_state {
         PathState::Missing => {
             refuse_second_target(host, p, staging)?;
-            host.mounter.create_dir(target)?
+            true
         }
         PathState::Broken { errno } => return Err(broken(target, errno)),
         PathState::Present(t) if t.mount_root => {
@@ -101,10 +106,14 @@ fn publish_mount(host: &Host, p: &PublishPlan) -> Result<()> {
             }
             .into())
         }
-        PathState::Present(_) => refuse_second_target(host, p, staging)?,
-    }
-    host.mounter.bind(staging, target, p.read_only)?;
-    Ok(())
+        PathState::Present(_) => {
+            refuse_second_target(host, p, staging)?;
+            false
+        }
+    };
+    host.node
+        .publish(staging, target, create_dir, p.read_only)
+        .map_err(Into::into)
 }
 
 /// CSI (NodePublishVolume, second publish on one node): SINGLE_NODE_SINGLE_WRITER at another

@@ -4,27 +4,43 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::checks::{
-    block_device, inspect_cleaning, same_device, still_broken, unmount_broken, MAX_STACKED_MOUNTS,
-};
+use super::checks::{block_device, still_broken, unmount_broken, MAX_STACKED_MOUNTS};
 use super::model::NodeOptions;
 use super::params::Access;
 use super::plan::StagePlan;
 use super::{block, mkfs_marker};
 use crate::driver::{Error, Invalid, NodeRefusal, ParamClass, PathRole, Result};
-use crate::host::{Content, FileKind, FsKind, Host, HostError, MountSpec, PathInfo, PathState};
+use crate::host::{
+    Content, FileKind, FsKind, Host, HostError, MountSpec, PathInfo, PathState, StageLook,
+    StagePaths, StageWork,
+};
 
 /// A filesystem this much smaller than its device is grown (Cinder sizes are whole GiB;
 /// filesystems round their size down to a block or allocation group).
 pub const GROW_THRESHOLD: u64 = 1 << 20;
 
 /// `device_deadline` bounds the wait for the disk (see [`super::model::DEVICE_WAIT`]).
+/// A filesystem stage of a formatted disk crosses the host port three times: find the disk,
+/// look, stage.
 pub fn stage(host: &Host, p: &StagePlan, device_deadline: Instant) -> Result<()> {
     let device = host.devices.find(&p.volume_id, device_deadline)?;
-    let dev = block_device(host, &device)?;
     match &p.access {
-        Access::Block => block::stage(host, p, &device, &dev),
-        Access::Mount { fs, flags } => stage_mount(host, p, *fs, flags, &device, &dev),
+        Access::Block => {
+            let dev = block_device(host, &device)?;
+            block::stage(host, p, &device, &dev)
+        }
+        Access::Mount { fs, flags } => stage_mount(host, p, *fs, flags, &device),
+    }
+}
+
+/// The device must be a block device node.
+fn device_info(look: &StageLook, device: &Path) -> Result<PathInfo> {
+    match &look.device {
+        PathState::Present(info) if info.kind == FileKind::Block => Ok(*info),
+        _ => Err(NodeRefusal::NotBlockDevice {
+            path: device.to_path_buf(),
+        }
+        .into()),
     }
 }
 
@@ -34,14 +50,23 @@ fn stage_mount(
     requested: FsKind,
     flags: &[String],
     device: &Path,
-    dev: &PathInfo,
 ) -> Result<()> {
+    let paths = stage_paths(&p.staging);
     let staging = &p.staging;
-    match inspect_cleaning(host, staging)? {
-        PathState::Missing => host.mounter.create_dir(staging)?,
-        PathState::Broken { errno } => return Err(still_broken(staging, errno)),
+    let mut look = host.node.look_stage(device, &paths)?;
+    let mut dev = device_info(&look, device)?;
+    if let PathState::Broken { errno } = look.staging {
+        // Stage must clean this itself: it answered the broken mount with a final error
+        // before, and kubelet does not unstage a volume whose stage failed.
+        unmount_broken(host, staging, errno)?;
+        look = host.node.look_stage(device, &paths)?;
+        dev = device_info(&look, device)?;
+    }
+    let create_dir = match &look.staging {
+        PathState::Missing => true,
+        PathState::Broken { errno } => return Err(still_broken(staging, *errno)),
         PathState::Present(info) if info.mount_root => {
-            if !same_device(host, staging, &info, device, dev)? {
+            if look.same_device != Some(true) {
                 return Err(NodeRefusal::StagingHoldsOther {
                     staging: staging.clone(),
                     id: p.volume_id.clone(),
@@ -54,7 +79,9 @@ fn stage_mount(
             // uncertain, so it keeps the volume staged in its books and still unstages it
             // (a final code after a kubelet restart would make it forget the mount).
             // A kill between the mount and the marker's removal left it behind.
-            host.mounter.remove(&mkfs_marker::path(staging))?;
+            if look.marker {
+                host.mounter.remove(&paths.marker)?;
+            }
             if p.context.resize_required && !p.read_only {
                 grow_mounted(host, device, staging).map_err(|e| Error::GrowFailed {
                     id: p.volume_id.clone(),
@@ -71,15 +98,28 @@ fn stage_mount(
             }
             .into())
         }
-        PathState::Present(_) => block::refuse_if_staged(host, p, dev)?,
-    }
+        PathState::Present(_) => {
+            if let Some(PathState::Present(f)) = &look.block_file {
+                block::refuse_staged(p, f, &dev)?;
+            }
+            false
+        }
+    };
 
-    let mut content = host.filesystems.probe(device)?;
+    let Some(mut content) = look.content.clone() else {
+        // Only a device bound at `<staging>/block` leaves the device unprobed, and that was
+        // refused above.
+        return Err(NodeRefusal::NotBlockDevice {
+            path: device.to_path_buf(),
+        }
+        .into());
+    };
     let mut format = p.context.format.clone();
-    if mkfs_marker::present(host, staging)? {
+    if look.marker {
         content = mkfs_marker::after_interrupted_format(host, p, requested, device, content)?;
         format.overwrite_interrupted = true;
     }
+    let (mut format_as, mut grow_offline) = (None, None);
     let fs = match content {
         Content::Blank => {
             if let Some(why) = &p.context.mkfs_refused {
@@ -105,9 +145,7 @@ fn stage_mount(
                 .into());
             }
             tracing::info!(device = %device.display(), fs = %requested, "formatting blank device");
-            // Kept until the volume is mounted: a kill -9 in between is told apart from data.
-            host.mounter.create_file(&mkfs_marker::path(staging))?;
-            host.filesystems.format(device, requested, &format)?;
+            format_as = Some((requested, &format));
             requested
         }
         Content::Filesystem { kind, size_bytes } => {
@@ -122,7 +160,7 @@ fn stage_mount(
                 let size = host.devices.size(device)?;
                 if size_bytes + GROW_THRESHOLD <= size {
                     tracing::info!(device = %device.display(), from = size_bytes, to = size, "growing filesystem before mounting");
-                    host.filesystems.grow_offline(device, kind)?;
+                    grow_offline = Some(kind);
                 }
             }
             kind
@@ -140,17 +178,19 @@ fn stage_mount(
             .into());
         }
     };
-
-    let spec = MountSpec {
-        fs,
-        options: flags.to_vec(),
-        read_only: p.read_only,
+    let work = StageWork {
+        create_dir,
+        format: format_as,
+        grow_offline,
+        mount: &MountSpec {
+            fs,
+            options: flags.to_vec(),
+            read_only: p.read_only,
+        },
     };
-    host.mounter.mount(device, staging, &spec)?;
-    host.mounter.remove(&mkfs_marker::path(staging))?;
     // A filesystem another mount still holds broken (a bind left from before a crash)
     // comes back broken: say so instead of reporting a staged volume that does not answer.
-    if let PathState::Broken { errno } = host.mounter.inspect(staging)? {
+    if let PathState::Broken { errno } = host.node.stage(device, &paths, &work)? {
         undo_mount(host, staging);
         return Err(NodeRefusal::BrokenAfterMount {
             id: p.volume_id.clone(),
@@ -167,6 +207,15 @@ fn stage_mount(
         }
     }
     Ok(())
+}
+
+/// The paths the node path's steps take for the volume staged at `staging`.
+pub fn stage_paths(staging: &Path) -> StagePaths {
+    StagePaths {
+        staging: staging.to_path_buf(),
+        block_file: block::staged_file(staging),
+        marker: mkfs_marker::path(staging),
+    }
 }
 
 fn undo_mount(host: &Host, staging: &Path) {
@@ -192,29 +241,33 @@ pub fn grow_mounted(host: &Host, device: &Path, mount_point: &Path) -> Result<()
 /// Idempotent. Refused, changing nothing, while the volume is still mounted at another path
 /// under `kubelet_dir` (a pod's bind: kubelet must unpublish first).
 pub fn unstage(host: &Host, staging: &Path, kubelet: &KubeletDir) -> Result<()> {
-    refuse_if_in_use(host, staging, kubelet)?;
+    let paths = stage_paths(staging);
+    let look = host.node.look_unstage(&paths)?;
+    refuse_if_in_use(staging, kubelet, look.sharing)?;
+    let mut state = look.staging;
     for _ in 0..MAX_STACKED_MOUNTS {
-        match host.mounter.inspect(staging)? {
+        match state {
             PathState::Missing => return Ok(()),
-            PathState::Broken { errno } => unmount_broken(host, staging, errno)?,
+            PathState::Broken { errno } => {
+                unmount_broken(host, staging, errno)?;
+                state = host.mounter.inspect(staging)?;
+            }
             PathState::Present(info) if info.mount_root => {
-                let device = host.mounter.mounted_device(staging)?;
-                host.mounter.unmount(staging, false)?;
-                // It was staged: no interrupted format of ours is pending any more.
-                host.mounter.remove(&mkfs_marker::path(staging))?;
-                if let Some(device) = device {
-                    // umount synced the filesystem; now push the device's own buffers out and
-                    // drop its cache before the controller detaches it.
-                    match host.devices.flush(&device) {
-                        Ok(()) | Err(HostError::NotFound { .. }) => {}
+                // umount syncs the filesystem; then the device's own buffers are pushed out
+                // and its cache dropped before the controller detaches it.
+                let done = host.node.unmount_staged(&paths)?;
+                if let (Some(device), Err(e)) = (&done.device, done.flushed) {
+                    match e {
+                        HostError::NotFound { .. } => {}
                         // The disk went away under the mount (detached, its loop device
                         // cleared): nothing is left to flush it to, and the unmount is done.
-                        Err(e) if gone(host, &device) => {
+                        e if gone(host, device) => {
                             tracing::warn!(device = %device.display(), error = %e, "the unstaged volume's device is gone; not flushed");
                         }
-                        Err(e) => return Err(e.into()),
+                        e => return Err(e.into()),
                     }
                 }
+                state = done.after;
             }
             // Only once no filesystem is mounted on it is this the CO's directory, so only
             // now can `<staging>/block` be ours rather than a file inside the volume.
@@ -269,23 +322,11 @@ impl KubeletDir {
 }
 
 /// FailedPrecondition when what is staged at `staging` (the filesystem, or the device bound
-/// onto `<staging>/block`) is also mounted at another path under `kubelet_dir`. A broken
-/// staging mount is not checked: nothing can be learnt through it, and cleaning it is safe.
-fn refuse_if_in_use(host: &Host, staging: &Path, kubelet: &KubeletDir) -> Result<()> {
-    let mounted = match host.mounter.inspect(staging)? {
-        PathState::Present(info) if info.mount_root => staging.to_path_buf(),
-        PathState::Present(info) if info.kind == FileKind::Dir => {
-            let file = block::staged_file(staging);
-            match host.mounter.inspect(&file)? {
-                PathState::Present(f) if f.mount_root => file,
-                _ => return Ok(()),
-            }
-        }
-        _ => return Ok(()),
-    };
-    let users: Vec<PathBuf> = host
-        .mounter
-        .mounts_sharing(&mounted)?
+/// onto `<staging>/block`) is also mounted at another path under `kubelet_dir` (`sharing`:
+/// the other mount points the look found). A broken staging mount is not checked: nothing
+/// can be learnt through it, and cleaning it is safe.
+fn refuse_if_in_use(staging: &Path, kubelet: &KubeletDir, sharing: Vec<PathBuf>) -> Result<()> {
+    let users: Vec<PathBuf> = sharing
         .into_iter()
         .filter(|m| kubelet.holds(m) && !kubelet.same_or_below(m, staging))
         .collect();

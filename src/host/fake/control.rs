@@ -5,12 +5,15 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::state::{FakeDevice, State};
-use crate::host::{Content, DevId, Host};
+use crate::host::{Content, DevId, Host, NodePath};
 
 #[derive(Clone, Default)]
 pub struct FakeHost {
     state: Arc<Mutex<State>>,
 }
+
+/// The node path's steps as the provided methods compose the fake's roles.
+impl NodePath for FakeHost {}
 
 impl FakeHost {
     pub fn new() -> Self {
@@ -18,11 +21,7 @@ impl FakeHost {
     }
 
     pub fn host(&self) -> Host {
-        Host {
-            mounter: Arc::new(self.clone()),
-            devices: Arc::new(self.clone()),
-            filesystems: Arc::new(self.clone()),
-        }
+        Host::of(Arc::new(self.clone()))
     }
 
     pub fn state(&self) -> MutexGuard<'_, State> {

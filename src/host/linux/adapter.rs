@@ -11,7 +11,7 @@ use by_path::ByPath;
 
 use super::super::{
     Content, DevId, Devices, Filesystems, FormatOptions, FsKind, Host, HostError, HostResult,
-    MountSpec, Mounter, PathState, Usage,
+    MountSpec, Mounter, NodePath, PathState, Usage,
 };
 
 /// The real machine. `by_id_dir` is where disks appear by serial (`/dev/disk/by-id`; the
@@ -33,7 +33,7 @@ impl LinuxHost {
         }
     }
 
-    /// The three roles backed by one `LinuxHost`.
+    /// The node path and the three roles backed by one `LinuxHost`.
     pub fn host(by_id_dir: impl Into<PathBuf>, kubelet_dir: &Path) -> Host {
         Self::host_with(Self::new(by_id_dir, kubelet_dir))
     }
@@ -44,16 +44,13 @@ impl LinuxHost {
         self
     }
 
-    /// The three roles backed by `self`.
+    /// The node path and the three roles backed by `self`.
     pub fn host_with(self) -> Host {
-        let h = Arc::new(self);
-        Host {
-            mounter: h.clone(),
-            devices: h.clone(),
-            filesystems: h,
-        }
+        Host::of(Arc::new(self))
     }
 }
+
+impl NodePath for LinuxHost {}
 
 impl Mounter for LinuxHost {
     fn inspect(&self, path: &Path) -> HostResult<PathState> {

@@ -1,6 +1,7 @@
 //! Unit tests of the node core on the in-memory fake host (no root needed); the
 //! recovery from failures (`recovery.rs`) and request validation (`validation.rs`) below.
 
+mod crossings;
 mod recovery;
 mod validation;
 
