@@ -69,10 +69,10 @@ impl Mounter for LinuxHost {
         mounts::mounted_device(&self.beneath, path)
     }
     fn mounts_sharing(&self, path: &Path) -> HostResult<Vec<PathBuf>> {
-        mounts::sharing(path)
+        mounts::sharing(&self.beneath, path)
     }
     fn read_only_after_errors(&self, path: &Path) -> HostResult<bool> {
-        mounts::read_only_after_errors(path)
+        mounts::read_only_after_errors(&self.beneath, path)
     }
     fn create_dir(&self, path: &Path) -> HostResult<()> {
         paths::create_dir(&self.beneath, path)

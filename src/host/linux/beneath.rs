@@ -65,6 +65,21 @@ impl Beneath {
         (!rest.as_os_str().is_empty()).then_some(rest)
     }
 
+    /// `path` as the kernel's mount table shows it. Below the kubelet dir: the dir's resolved
+    /// form joined with the rest, which no resolution here lets hold a symlink (a path with
+    /// one is refused before the table is read), so no component needs a readlink.
+    /// Elsewhere (or before the kubelet dir exists): canonicalized.
+    pub fn real(&self, path: &Path) -> PathBuf {
+        if let Some(rest) = self.relative(path) {
+            if self.root().is_ok() {
+                if let Some(resolved) = self.resolved.get() {
+                    return resolved.join(rest);
+                }
+            }
+        }
+        std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+    }
+
     /// The kubelet dir's descriptor, opened on first use (kubelet may create the dir after
     /// the driver starts).
     fn root(&self) -> HostResult<BorrowedFd<'_>> {

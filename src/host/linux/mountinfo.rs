@@ -22,12 +22,21 @@ pub struct Entry {
 
 const MOUNTINFO: &str = "/proc/self/mountinfo";
 
-/// The topmost mount at `path` (the last matching line: later mounts stack on earlier ones).
-pub fn find(path: &Path) -> HostResult<Option<Entry>> {
-    // mountinfo shows resolved paths; resolve ours the same way.
-    let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let text = std::fs::read_to_string(MOUNTINFO)
+/// The whole table, read into one buffer sized for a busy node (a `read_to_string` from
+/// empty would start with 32-byte reads: ten syscalls for a short table).
+fn read() -> HostResult<String> {
+    use std::io::Read;
+    let mut text = String::with_capacity(64 * 1024);
+    std::fs::File::open(MOUNTINFO)
+        .and_then(|mut f| f.read_to_string(&mut text))
         .map_err(|e| HostError::io("read", Path::new(MOUNTINFO), e))?;
+    Ok(text)
+}
+
+/// The topmost mount at `real` (the last matching line: later mounts stack on earlier ones).
+/// mountinfo shows resolved paths: `real` must be one (see `Beneath::real`).
+pub fn find(real: &Path) -> HostResult<Option<Entry>> {
+    let text = read()?;
     let want = real.to_string_lossy();
     Ok(text
         .lines()
@@ -36,15 +45,12 @@ pub fn find(path: &Path) -> HostResult<Option<Entry>> {
         .find(|e| e.mount_point == want))
 }
 
-/// Mount points other than `path` that show the same thing as the topmost mount at `path`:
+/// Mount points other than `real` that show the same thing as the topmost mount there:
 /// the same filesystem (same `major:minor`; for a filesystem mounted whole, any subtree of
 /// it), or for a bound file such as a device node, binds of that same file. Empty when
-/// nothing is mounted at `path`.
-pub fn sharing(path: &Path) -> HostResult<Vec<String>> {
-    let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let text = std::fs::read_to_string(MOUNTINFO)
-        .map_err(|e| HostError::io("read", Path::new(MOUNTINFO), e))?;
-    Ok(sharing_in(&text, &real.to_string_lossy()))
+/// nothing is mounted at `real` (a resolved path, as for [`find`]).
+pub fn sharing(real: &Path) -> HostResult<Vec<String>> {
+    Ok(sharing_in(&read()?, &real.to_string_lossy()))
 }
 
 fn sharing_in(text: &str, want: &str) -> Vec<String> {

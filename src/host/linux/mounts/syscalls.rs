@@ -208,7 +208,7 @@ pub fn mounted_device(b: &Beneath, path: &Path) -> HostResult<Option<PathBuf>> {
         }
     }
     // Anonymous device (btrfs, or a bind of a non-block fs): only the mount table knows.
-    let entry = mountinfo::find(path)?;
+    let entry = mountinfo::find(&b.real(path))?;
     Ok(entry
         .map(|e| PathBuf::from(e.source))
         .filter(|p| p.is_absolute()))
@@ -223,15 +223,15 @@ pub fn devnode_of(dev: DevId) -> Option<PathBuf> {
         .map(|name| Path::new("/dev").join(name))
 }
 
-pub fn sharing(path: &Path) -> HostResult<Vec<PathBuf>> {
-    Ok(mountinfo::sharing(path)?
+pub fn sharing(b: &Beneath, path: &Path) -> HostResult<Vec<PathBuf>> {
+    Ok(mountinfo::sharing(&b.real(path))?
         .into_iter()
         .map(PathBuf::from)
         .collect())
 }
 
-pub fn read_only_after_errors(path: &Path) -> HostResult<bool> {
-    Ok(mountinfo::find(path)?
+pub fn read_only_after_errors(b: &Beneath, path: &Path) -> HostResult<bool> {
+    Ok(mountinfo::find(&b.real(path))?
         .is_some_and(|e| stopped_after_errors(&e.mount_options, &e.super_options)))
 }
 
