@@ -9,6 +9,7 @@ pub mod mountinfo;
 pub mod mounts;
 pub mod paths;
 pub mod probe;
+pub mod statmount;
 pub mod tools;
 
 mod adapter;

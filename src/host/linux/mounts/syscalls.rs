@@ -12,6 +12,7 @@ use super::super::beneath::{proc_fd, Beneath};
 use super::super::mount_options::{mount_args, old_names, parse_options};
 use super::super::mountinfo;
 use super::super::paths::inspect;
+use super::super::statmount;
 use crate::host::{DevId, HostError, HostResult, MountSpec, PathState};
 
 pub(super) fn nix_err(op: &'static str, path: &Path, e: Errno) -> HostError {
@@ -224,7 +225,15 @@ pub fn devnode_of(dev: DevId) -> Option<PathBuf> {
 }
 
 pub fn sharing(b: &Beneath, path: &Path) -> HostResult<Vec<PathBuf>> {
-    Ok(mountinfo::sharing(&b.real(path))?
+    let real = b.real(path);
+    // Asked by mount id where the kernel answers (no mount's options formatted); the mount
+    // table otherwise.
+    if let Ok(fd) = b.open(path, OFlags::PATH) {
+        if let Some(found) = statmount::sharing(&fd, &real) {
+            return Ok(found.into_iter().map(PathBuf::from).collect());
+        }
+    }
+    Ok(mountinfo::sharing(&real)?
         .into_iter()
         .map(PathBuf::from)
         .collect())
