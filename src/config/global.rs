@@ -64,6 +64,27 @@ impl GlobalConfig {
         self.endpoint_type.unwrap_or_default()
     }
 
+    /// The keys (cloud.conf spelling) whose values differ from `was`'s, credentials aside: what
+    /// the OpenStack adapter built in at its start (HTTP client, catalog choice), so a reread
+    /// cloud.conf that changes one needs a restart. Beside the keys, so a new one is added here
+    /// only.
+    pub fn changed_settings(&self, was: &Self) -> Vec<&'static str> {
+        let mut changed = Vec::new();
+        if self.auth_url != was.auth_url {
+            changed.push("auth-url");
+        }
+        if self.region != was.region {
+            changed.push("region");
+        }
+        if self.endpoint_type() != was.endpoint_type() {
+            changed.push("os-endpoint-type");
+        }
+        if self.tls != was.tls {
+            changed.push("ca-file/cert-file/key-file/tls-insecure");
+        }
+        changed
+    }
+
     /// Where `key` (cloud.conf spelling) got its value, if it is set.
     pub fn origin(&self, key: &str) -> Option<&Location> {
         self.origins.get(key)

@@ -24,20 +24,7 @@ impl OpenStack {
     pub async fn reload_credentials(&self, global: &GlobalConfig) -> Result<Reloaded, String> {
         let method =
             AuthMethod::from_options(&global.auth).map_err(|e| format!("{}: {e}", self.label()))?;
-        let was = &self.config;
-        let mut needs_restart = Vec::new();
-        if global.auth_url != was.auth_url {
-            needs_restart.push("auth-url");
-        }
-        if global.region != was.region {
-            needs_restart.push("region");
-        }
-        if global.endpoint_type() != was.endpoint_type() {
-            needs_restart.push("os-endpoint-type");
-        }
-        if global.tls != was.tls {
-            needs_restart.push("ca-file/cert-file/key-file/tls-insecure");
-        }
+        let needs_restart = global.changed_settings(&self.config);
         let rotated = self.api.keystone.rotate(method).await;
         Ok(Reloaded {
             rotated,
