@@ -3,7 +3,7 @@
 # against the cluster tests/harness/k8s/cluster runs.
 #
 #   tests/harness/k8s/e2e.sh [--focus RE] [--skip RE] [--testdriver FILE] [--full] [--procs N] [--list]
-#                    [--suite PEER | --groups]
+#                    [--suite PEER | --groups] [--multiattach]
 #
 #   (default)        the CI focus: a fixed, bounded set of specs (tests/harness/k8s/e2e-ci-focus.txt)
 #   --full           every External Storage spec of the driver definition
@@ -23,6 +23,13 @@
 #                    VolumeGroupSnapshotContents as v1beta1, which external-snapshotter v8.7.0
 #                    does not convert to (it stores v1beta2); 1.37's read v1, and carry 1.38's
 #                    fix of their claim size (tests/harness/peers/patches). Fails when none ran.
+#   --multiattach    the second definition and pass: the backend's definition with RWX and
+#                    ReadOnlyMany declared and its class of the backend's multiattach volume
+#                    type (local-multiattach; the test cloud's OSTACK_MULTIATTACH_TYPE); unless
+#                    --focus, the specs they enable that such a type serves: two pods on two
+#                    nodes sharing a raw block volume, ReadOnlyMany restores and clones. (The
+#                    suite asks RWX of filesystem patterns too, which the driver refuses: a
+#                    filesystem written from several nodes is corrupted.)
 #
 # Specs in tests/harness/k8s/e2e-skips.txt never run (each line says why). The JSON report, the
 # ginkgo output and the framework's logs go to $E2E_OUT (default a fresh directory under
@@ -41,20 +48,22 @@ ci_focus() {
 }
 
 focus=$(ci_focus) user_skip="" testdriver="" list=0 suite_peer=cinder-csi-e2e summary_args=()
+multiattach=0 focus_given=0
 procs=${E2E_PROCS:-3}
 while [[ $# -gt 0 ]]; do
     case $1 in
-        --focus) focus=$2; shift 2 ;;
+        --focus) focus=$2 focus_given=1; shift 2 ;;
         --skip) user_skip=$2; shift 2 ;;
         --testdriver) testdriver=$2; shift 2 ;;
-        --full) focus='External.Storage'; shift ;;
+        --full) focus='External.Storage' focus_given=1; shift ;;
+        --multiattach) multiattach=1; shift ;;
         --procs) procs=$2; shift 2 ;;
         --list) list=1; shift ;;
         --suite) suite_peer=$2; shift 2 ;;
         --groups)
             suite_peer=cinder-csi-e2e-1.37 focus='External.Storage.*group snapshots: Go definition'
             summary_args=(--no-skips); shift ;;
-        -h | --help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "e2e.sh: unknown argument '$1' (--help)" >&2; exit 2 ;;
     esac
 done
@@ -100,15 +109,54 @@ mkdir -p "$out"
 # The ginkgo CLI runs a precompiled suite only under a name ending in .test.
 ln -sf "$suite" "$out/cinder-csi-e2e.test"
 
-# The same definition through the Go one (tests/harness/k8s/e2e/groupsnapshot.go): the YAML one cannot
-# name a VolumeGroupSnapshotClass, so only this runs the group snapshot specs. On the test
-# cloud their volumes get the volume type pinned to one backend (a Cinder group's rule).
-args=(-storage.testdriver="$testdriver" -cinder.groupsnapshot-testdriver="$testdriver"
-    -repo-root="$repo" -report-dir="$out")
+# The definition's StorageClass file (StorageClass.FromFile, relative to -repo-root).
+class_file() { sed -n 's/^  FromFile: \([^ ]*storageclass[^ ]*\.yaml\).*/\1/p' "$1" | head -1; }
+if ((multiattach)); then
+    case $(basename "$testdriver") in
+        testdriver-local.yaml) ma_type=local-multiattach ;;
+        testdriver-openstack.yaml)
+            ma_type=$(eval "$("$repo/tests/harness/openstack/ostack" env 2>/dev/null)" && echo "${OSTACK_MULTIATTACH_TYPE:-}") ||
+                ma_type="" ;;
+        *) ma_type="" ;;
+    esac
+    [[ -n $ma_type ]] || { echo "e2e.sh: --multiattach: no multiattach volume type for $(basename "$testdriver")" >&2; exit 2; }
+    class=$(class_file "$testdriver")
+    [[ -n $class ]] || { echo "e2e.sh: $(basename "$testdriver") names no StorageClass file" >&2; exit 2; }
+    sed "/^parameters:\$/a\\  type: $ma_type" "$repo/$class" >"$out/storageclass-e2e-multiattach.yaml"
+    ma_def=$out/$(basename "$testdriver" .yaml)-multiattach.yaml
+    sed -e "s#^  FromFile: $class#  FromFile: $(realpath --relative-to="$repo" "$out/storageclass-e2e-multiattach.yaml")#" \
+        -e 's/^\(    RWX:\) *false/\1 true/' -e 's/^\(    capReadOnlyMany:\) *false/\1 true/' "$testdriver" >"$ma_def"
+    if ! grep -q "^  type: $ma_type\$" "$out/storageclass-e2e-multiattach.yaml" ||
+        ! grep -q '^    RWX: true' "$ma_def" || ! grep -q '^    capReadOnlyMany: true' "$ma_def" ||
+        [[ $(class_file "$ma_def") == "$class" ]]; then
+        echo "e2e.sh: --multiattach: could not derive a multiattach definition from $testdriver" >&2
+        exit 2
+    fi
+    testdriver=$ma_def
+    ((focus_given)) ||
+        focus='External.Storage.*Dynamic PV (\(block volmode\)\] multiVolume .*single volume from pods on different node|\((block volmode|default fs)\)\] provisioning .*\(ROX mode\))'
+    echo "e2e: multiattach definition $ma_def (volume type $ma_type)"
+fi
+
+# drv_args DEFINITION: the flags naming the driver definition (in $drv). With a suite that
+# reads the group snapshot API external-snapshotter v8.7.0 stores (not 1.34's: --groups), the
+# same definition also through the Go one (tests/harness/k8s/e2e/groupsnapshot.go): the YAML one cannot
+# name a VolumeGroupSnapshotClass, so only this runs the group snapshot specs. 1.34's spec
+# panics on it ("interface conversion: interface {} is nil, not []interface {}" at
+# volume_group_snapshottable.go:188, after 420 and 868 s: `--full` on 3 nodes, 2026-12-05).
+drv_args() {
+    drv=(-storage.testdriver="$1")
+    [[ $suite_peer == cinder-csi-e2e ]] || drv+=(-cinder.groupsnapshot-testdriver="$1")
+}
+other_args=(-repo-root="$repo" -report-dir="$out")
+# On the test cloud the group snapshot specs' volumes get the volume type pinned to one backend
+# (a Cinder group's rule).
 if [[ $(basename "$testdriver") == testdriver-openstack.yaml ]]; then
     gtype=$(eval "$("$repo/tests/harness/openstack/ostack" env 2>/dev/null)" && echo "${OSTACK_GROUP_VOLUME_TYPE:-}") || gtype=""
-    [[ -n $gtype ]] && args+=(-cinder.groupsnapshot-volume-type="$gtype")
+    [[ -n $gtype ]] && other_args+=(-cinder.groupsnapshot-volume-type="$gtype")
 fi
+drv_args "$testdriver"
+args=("${drv[@]}" "${other_args[@]}")
 if [[ $list == 1 ]]; then
     "$out/cinder-csi-e2e.test" "${args[@]}" -kubeconfig=/dev/null -ginkgo.dry-run \
         -ginkgo.focus="$focus" -ginkgo.skip="$skip" -ginkgo.v -ginkgo.no-color \
@@ -145,17 +193,19 @@ zone=$(k get nodes -o jsonpath="{range .items[*]}{.metadata.labels.${zone_key//.
     sed '/^$/d' | sort | uniq -c | sort -k1,1nr -k2 | awk '{ print $2 }')
 if (($(wc -l <<<"$zone") > 1)); then
     zone=$(head -1 <<<"$zone")
-    cp "$here/storageclass-e2e.yaml" "$out/storageclass-e2e.yaml"
+    class=$(class_file "$testdriver")
+    pinned=$out/$(basename "$class" .yaml)-$zone.yaml pinned_def=$out/$(basename "$testdriver" .yaml)-$zone.yaml
+    [[ -n $class ]] || { echo "e2e.sh: $(basename "$testdriver") names no StorageClass file to pin" >&2; exit 2; }
+    cp "$repo/$class" "$pinned"
     printf 'allowedTopologies:\n  - matchLabelExpressions:\n      - {key: %s, values: [%s]}\n' \
-        "$zone_key" "$zone" >>"$out/storageclass-e2e.yaml"
+        "$zone_key" "$zone" >>"$pinned"
     # FromFile is read relative to -repo-root.
-    sed "s#FromFile: tests/harness/k8s/storageclass-e2e.yaml#FromFile: $(realpath --relative-to="$repo" "$out/storageclass-e2e.yaml")#" \
-        "$testdriver" >"$out/$(basename "$testdriver")"
-    ! cmp -s "$testdriver" "$out/$(basename "$testdriver")" ||
-        { echo "e2e.sh: $(basename "$testdriver") takes no tests/harness/k8s/storageclass-e2e.yaml to pin" >&2; exit 2; }
-    par_args=(-storage.testdriver="$out/$(basename "$testdriver")"
-        -cinder.groupsnapshot-testdriver="$out/$(basename "$testdriver")" "${args[@]:2}")
-    echo "e2e: nodes in several zones: the parallel pass's class is pinned to $zone ($out/storageclass-e2e.yaml)"
+    sed "s#^  FromFile: $class#  FromFile: $(realpath --relative-to="$repo" "$pinned")#" "$testdriver" >"$pinned_def"
+    [[ $(class_file "$pinned_def") != "$class" ]] ||
+        { echo "e2e.sh: could not pin $class in $(basename "$testdriver")" >&2; exit 2; }
+    drv_args "$pinned_def"
+    par_args=("${drv[@]}" "${other_args[@]}")
+    echo "e2e: nodes in several zones: the parallel pass's class is pinned to $zone ($pinned)"
 fi
 echo "e2e: $(basename "$testdriver"), $procs process(es), output in $out"
 start=$SECONDS
