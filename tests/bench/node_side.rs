@@ -81,11 +81,28 @@ impl Side {
     /// The first stage formats the blank device (discarded first: the loop file's blocks are
     /// punched out and read back as zeros, a blank disk again).
     pub async fn first_stage(&mut self) {
-        let st = std::process::Command::new("blkdiscard")
-            .args(["-f", &self.dev])
-            .status()
-            .unwrap();
-        assert!(st.success(), "blkdiscard {}", self.dev);
+        // Right after an unmount, udev's probe of the device may still hold it: try again
+        // briefly (seen once in a CFS run under load).
+        let mut out = None;
+        for _ in 0..20 {
+            let o = std::process::Command::new("blkdiscard")
+                .args(["-f", &self.dev])
+                .output()
+                .unwrap();
+            if o.status.success() {
+                out = None;
+                break;
+            }
+            out = Some(o);
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if let Some(o) = out {
+            panic!(
+                "blkdiscard {}: {}",
+                self.dev,
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
         let t = Instant::now();
         self.node
             .node_stage_volume(self.stage.clone())
