@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # A live swap from upstream's cinder-csi-plugin to this driver and back, as docs/MIGRATING.md
-# says, on the one-node cluster over the test cloud (`tests/harness/k8s/cluster up --backend openstack`):
+# says, on the cluster over the test cloud (`tests/harness/k8s/cluster up --backend openstack`, one node, or
+# `up --nodes N --backend openstack` over `OSTACK_NODE_COUNT=N tests/harness/openstack/ostack up`):
 #
 #   this chart is uninstalled (the cluster came up with it) → upstream's own chart
 #   (charts/cinder-csi-plugin of k8s.io/cloud-provider-openstack at the version tests/harness/peers
 #   builds) installed with upstream's plugin in an image of its own (tests/harness/k8s/lib/images.sh),
 #   every sidecar image overridden with the one this cluster has, its Secret from the test
-#   cloud's cloud.conf, its node plugin given the metadata service at 169.254.169.254 (a proxy to
-#   the test cloud's for this node) and the node's by-id directory at /dev/disk/by-id →
+#   cloud's cloud.conf, each node plugin given the metadata service at 169.254.169.254 (its node's
+#   Nova server's document: a proxy to the test cloud's that tells nodes apart by their address,
+#   reached through a DNAT in each node's network namespace) and its node's by-id directory at
+#   /dev/disk/by-id (on several nodes, the one tests/harness/k8s/cluster binds in each node's mount
+#   namespace: only that node's server's disks) →
 #   upstream provisions an ext4 claim (its chart's csi-cinder-sc-delete) and an xfs one, pods
 #   write to both and keep writing, a VolumeSnapshot of the xfs one, which is then expanded online
 #   → THE SWAP, the pods running: `helm uninstall` upstream (its CSIDriver, StorageClasses and
@@ -15,12 +19,15 @@
 #   mounts keep working (write, read, their writes went on) → the xfs claim expanded online on
 #   upstream's staging mount → both pods deleted and made again on the same node: detached and
 #   attached again, restaged by this driver without a mkfs (filesystem UUID and data as before)
-#   → upstream's snapshot restored into a new claim → upstream's snapshot and claims deleted:
-#   Cinder has none of them → THE WAY BACK, a pod running on the restored volume: this chart
-#   uninstalled, upstream's installed → the pod's mount keeps working, the pod made again is
-#   restaged by upstream without a mkfs, the claim deleted by upstream → this chart installed
-#   again with the values it had; a leak check.
-# A new pod on another node (multi-node test cloud) is not part of it (docs/MIGRATING.md).
+#   → several nodes: the xfs pod made on ANOTHER node of its zone: detached from the first node's
+#   server, attached to the other's (Cinder's attachments name that server only), staged there
+#   by this driver without a mkfs (UUID and data as before) → upstream's snapshot restored into
+#   a new claim → upstream's snapshot and claims deleted: Cinder has none of them → THE WAY
+#   BACK, a pod running on the restored volume: this chart uninstalled, upstream's installed →
+#   the pod's mount keeps working, the pod made again is restaged by upstream without a mkfs,
+#   the claim deleted by upstream → this chart installed again with the values it had; a leak
+#   check.
+# On one node the other-node step cannot run and says so (a NOTE line).
 #
 #   tests/harness/k8s/swap.sh [--backend openstack]
 #
@@ -47,18 +54,32 @@ xfs_sc=cinder-csi-swap-xfs snap_class=cinder-csi-swap
 [[ $K8S_DRIVER_NS != "$up_ns" ]] || up_release=cinder-csi-upstream
 TEST_CLUSTER_OBJECTS=("storageclass/$xfs_sc" "volumesnapshotclass/$snap_class")
 token="swap-$$-$RANDOM"
-proxy_pid="" dnat=""
+proxy_pid="" dnat="" dnat_netns=()
 
-# --- What it needs: the cluster over the test cloud, one node, this chart installed.
+# --- What it needs: the cluster over the test cloud, one node or several, this chart installed.
 [[ -x $helm_bin ]] || fail "no helm at $helm_bin (tests/harness/k8s/cluster install puts it there; or set HELM)"
 K8S_BACKEND=${K8S_BACKEND:-$(k8s_backend)}
 [[ $K8S_BACKEND == openstack ]] || fail "upstream's plugin needs Cinder and Nova: run on the cluster over the test cloud (--backend openstack)"
-[[ $(cat "$state/nodes.count" 2>/dev/null || echo 1) == 1 ]] || fail "one node only (its metadata proxy and by-id dir are node-1's)"
 # shellcheck disable=SC1090
 . "${CINDER_CSI_OSTACK_ENV:-/var/tmp/cinder-csi-ostack/env.sh}"
 hl status "$ours" -n "$K8S_DRIVER_NS" >/dev/null 2>&1 || fail "release $ours is not installed in $K8S_DRIVER_NS"
 [[ -z $(leak_check "$ns") ]] || fail "the backend has objects of namespace $ns from an earlier run: $(leak_check "$ns")"
-node=$(k get nodes -o jsonpath='{.items[0].metadata.name}')
+# The nodes: one (the host, node-1 of the test hypervisor) or node-1..node-N (the test cloud's
+# server node-I is node I; tests/harness/k8s/lib/cloudnet.sh).
+nodes_n=$(cat "$state/nodes.count" 2>/dev/null || echo 1)
+mapfile -t node_names < <(k get nodes -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | sort -V)
+((${#node_names[@]} == nodes_n)) || fail "the cluster has ${#node_names[@]} nodes, $state/nodes.count says $nodes_n"
+node1=${node_names[0]}
+# node_index NAME: I of the test cloud's server node-I that is node NAME.
+node_index() { if ((nodes_n == 1)); then echo 1; else echo "${1#node-}"; fi; }
+# ostack_node NAME WHAT: the test cloud's OSTACK_NODE_I_WHAT (ID, BY_ID_DIR, METADATA_URL) of node NAME.
+ostack_node() {
+    local v
+    v="OSTACK_NODE_$(node_index "$1")_$2"
+    [[ -n ${!v:-} ]] || fail "the test cloud's env.sh has no $v (node $1)"
+    echo "${!v}"
+}
+((nodes_n == 1)) || for n in "${node_names[@]}"; do ostack_node "$n" ID >/dev/null; done
 chart_dir=$(go mod download -json "k8s.io/cloud-provider-openstack@$("$repo/tests/harness/peers/build" --version cinder-csi-plugin)" |
     sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')/charts/cinder-csi-plugin
 [[ -f $chart_dir/Chart.yaml ]] || fail "no upstream chart at $chart_dir"
@@ -69,14 +90,17 @@ kubelet_dir=$(python3 -c 'import json, sys; print((json.load(open(sys.argv[1])).
 
 # Upstream's values: every image as this cluster has it (nothing is pulled), its Secret, the
 # node's by-id dir at /dev/disk/by-id (replacing the chart's default /etc/cacert volume, which
-# the test cloud does not need).
+# the test cloud does not need): node-1's on one node; on several, $state/by-id, on which each
+# node's mount namespace has its own server's (the hostPath is resolved by that node's kubelet).
 upstream_values() {
     local key img args=()
     for key in attacher provisioner snapshotter resizer livenessprobe nodeDriverRegistrar; do
         img=$(chart_image "$([[ $key == livenessprobe ]] && echo livenessProbe || echo "$key")")
         args+=("$key=$img")
     done
-    python3 - "$tmpd/ours.json" "$(upstream_image)" "$OSTACK_NODE_1_BY_ID_DIR" "$kubelet_dir" "${args[@]}" <<'EOF'
+    local by_id=$OSTACK_NODE_1_BY_ID_DIR
+    ((nodes_n == 1)) || by_id=$state/by-id
+    python3 - "$tmpd/ours.json" "$(upstream_image)" "$by_id" "$kubelet_dir" "${args[@]}" <<'EOF'
 import json, sys
 ours, plugin, by_id, kubelet = sys.argv[1:5]
 conf = json.load(open(ours))["secret"]["data"]["cloud.conf"]
@@ -100,30 +124,50 @@ EOF
 upstream_values >"$tmpd/upstream.json"
 
 # Upstream's node plugin reads http://169.254.169.254/openstack/latest/meta_data.json (fixed in
-# its code). The test cloud serves node-1's at OSTACK_NODE_1_METADATA_URL: a proxy on 127.0.0.1
-# maps the path, and a nat OUTPUT rule sends this host's (the node plugin's host network)
-# 169.254.169.254:80 to it (that address otherwise leaves through eth0 and nothing answers).
+# its code, pkg/util/metadata). The test cloud serves node-I's at OSTACK_NODE_I_METADATA_URL
+# (servers told apart by path): a proxy maps the path and, as Nova's metadata service does,
+# tells the servers apart by the caller's address. One node: the proxy on 127.0.0.1, a nat
+# OUTPUT rule sends this host's (the node plugin's host network) 169.254.169.254:80 to it (that
+# address otherwise leaves through eth0 and nothing answers). Several: the proxy on the host's
+# end of the node bridge, and the same rule inside each node's network namespace (where its
+# node plugin's host network is) to it: the caller is that node's address 10.245.0.(10+I).
 metadata_up() {
-    local base=${OSTACK_NODE_1_METADATA_URL%/openstack/latest/meta_data.json} port=""
-    python3 - "$base" "$tmpd/proxy.port" <<'EOF' >"$tmpd/proxy.log" 2>&1 &
+    local port="" bind=127.0.0.1 map=() n i ip
+    if ((nodes_n == 1)); then
+        map=("*=${OSTACK_NODE_1_METADATA_URL%/openstack/latest/meta_data.json}")
+    else
+        bind=10.245.0.1
+        for n in "${node_names[@]}"; do
+            i=$(node_index "$n")
+            ip=$(ip -n "cinder-csi-k8s-n$i" -4 -o addr show dev eth0 | awk '{sub(/\/.*/, "", $4); print $4}')
+            [[ $ip == 10.245.0.* ]] || fail "node $n's network namespace cinder-csi-k8s-n$i has no address on the node bridge: '$ip'"
+            map+=("$ip=$(ostack_node "$n" METADATA_URL | sed 's#/openstack/latest/meta_data.json$##')")
+        done
+    fi
+    python3 - "$bind" "$tmpd/proxy.port" "${map[@]}" <<'EOF' >"$tmpd/proxy.log" 2>&1 &
 import sys, urllib.error, urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-base, portfile = sys.argv[1:]
+bind, portfile = sys.argv[1:3]
+bases = dict(a.split("=", 1) for a in sys.argv[3:])
 class H(BaseHTTPRequestHandler):
     def do_GET(self):
-        try:
-            with urllib.request.urlopen(base + self.path, timeout=10) as r:
-                code, body = r.status, r.read()
-        except urllib.error.HTTPError as e:
-            code, body = e.code, e.read()
+        base = bases.get(self.client_address[0], bases.get("*"))
+        if base is None:
+            code, body = 404, b"no server at this address\n"
+        else:
+            try:
+                with urllib.request.urlopen(base + self.path, timeout=10) as r:
+                    code, body = r.status, r.read()
+            except urllib.error.HTTPError as e:
+                code, body = e.code, e.read()
         self.send_response(code)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
-        print("GET", self.path, code, flush=True)
+        print(self.client_address[0], "GET", self.path, code, flush=True)
     def log_message(self, *a):
         pass
-s = ThreadingHTTPServer(("127.0.0.1", 0), H)
+s = ThreadingHTTPServer((bind, 0), H)
 open(portfile, "w").write(str(s.server_address[1]))
 s.serve_forever()
 EOF
@@ -135,15 +179,37 @@ EOF
         sleep 0.2
     done
     [[ -n $port ]] || fail "metadata proxy did not start: $(cat "$tmpd/proxy.log")"
-    dnat="OUTPUT -d 169.254.169.254/32 -p tcp --dport 80 -m comment --comment cinder-csi-swap-metadata -j DNAT --to-destination 127.0.0.1:$port"
-    # shellcheck disable=SC2086
-    iptables -t nat -I $dnat
-    curl -fsS -m 5 http://169.254.169.254/openstack/latest/meta_data.json | grep -q "\"$OSTACK_NODE_1_ID\"" ||
-        fail "169.254.169.254 does not serve node-1's metadata"
+    dnat="OUTPUT -d 169.254.169.254/32 -p tcp --dport 80 -m comment --comment cinder-csi-swap-metadata -j DNAT --to-destination $bind:$port"
+    if ((nodes_n == 1)); then
+        # shellcheck disable=SC2086
+        iptables -t nat -I $dnat
+        curl -fsS -m 5 http://169.254.169.254/openstack/latest/meta_data.json | grep -q "\"$OSTACK_NODE_1_ID\"" ||
+            fail "169.254.169.254 does not serve node-1's metadata"
+        return 0
+    fi
+    for n in "${node_names[@]}"; do
+        i=$(node_index "$n")
+        dnat_netns+=("cinder-csi-k8s-n$i")
+        # shellcheck disable=SC2086
+        ip netns exec "cinder-csi-k8s-n$i" iptables -t nat -I $dnat
+        ip netns exec "cinder-csi-k8s-n$i" curl -fsS -m 5 http://169.254.169.254/openstack/latest/meta_data.json |
+            grep -q "\"$(ostack_node "$n" ID)\"" || fail "169.254.169.254 in $n's network namespace does not serve its server's metadata"
+    done
+    step "169.254.169.254 in each node's network namespace serves its own server's metadata (proxy on $bind:$port)"
 }
 metadata_down() {
-    # shellcheck disable=SC2086
-    if [[ -n $dnat ]]; then while iptables -t nat -D $dnat 2>/dev/null; do :; done; dnat=""; fi
+    local netns
+    if [[ -n $dnat ]]; then
+        # shellcheck disable=SC2086
+        if ((nodes_n == 1)); then
+            while iptables -t nat -D $dnat 2>/dev/null; do :; done
+        else
+            for netns in "${dnat_netns[@]}"; do
+                while ip netns exec "$netns" iptables -t nat -D $dnat 2>/dev/null; do :; done
+            done
+        fi
+        dnat="" dnat_netns=()
+    fi
     if [[ -n $proxy_pid ]]; then kill "$proxy_pid" 2>/dev/null || true; wait "$proxy_pid" 2>/dev/null || true; proxy_pid=""; fi
 }
 
@@ -176,9 +242,21 @@ pods_ready() {
     [[ -n $out ]] && ! grep -qv '^/True$' <<<"$out"
 }
 no_pods() { [[ -z $(k -n "$1" get pods -l "$2" -o name) ]]; }
-csinode_driver() { k get csinode "$node" -o jsonpath="{.spec.drivers[?(@.name==\"$driver\")].nodeID}"; }
-registered() { [[ $(csinode_driver) == "$OSTACK_NODE_1_ID" ]]; }
-unregistered() { [[ -z $(csinode_driver) ]]; }
+# csinode_driver NODE: the driver's nodeID in the node's CSINode.
+csinode_driver() { k get csinode "$1" -o jsonpath="{.spec.drivers[?(@.name==\"$driver\")].nodeID}"; }
+# Every node's CSINode has the driver with its server's Nova id / none has it.
+registered() {
+    local n
+    for n in "${node_names[@]}"; do [[ $(csinode_driver "$n") == "$(ostack_node "$n" ID)" ]] || return 1; done
+}
+unregistered() {
+    local n
+    for n in "${node_names[@]}"; do [[ -z $(csinode_driver "$n") ]] || return 1; done
+}
+csinodes() {
+    local n
+    for n in "${node_names[@]}"; do printf '%s=%s %s; ' "$n" "$(csinode_driver "$n")" "$(k get node "$n" -o jsonpath='{.metadata.labels.topology\.cinder\.csi\.openstack\.org/zone}')"; done
+}
 # Which plugin serves the node: the image of the node plugin pod.
 node_image() {
     k get pods -A -o jsonpath='{range .items[*]}{range .spec.containers[?(@.name=="cinder-csi-plugin")]}{.image}{"\n"}{end}{end}' | sort -u | paste -sd' '
@@ -193,19 +271,19 @@ install_upstream() {
     hl install "$up_release" "$chart_dir" -n "$up_ns" -f "$tmpd/upstream.json" >/dev/null
     wait_until "upstream's controller pod Ready" 300 pods_ready "$up_ns" "component=controllerplugin,release=$up_release"
     wait_until "upstream's node plugin pod Ready" 300 pods_ready "$up_ns" "component=nodeplugin,release=$up_release"
-    wait_until "upstream's node plugin registered on $node with the Nova id (metadata at 169.254.169.254)" 120 registered
+    wait_until "upstream's node plugin registered on every node with its server's Nova id (metadata at 169.254.169.254)" 120 registered
     [[ $(node_image) == "$(upstream_image)" ]] || fail "node plugin images: $(node_image), not only $(upstream_image)"
 }
 uninstall_upstream() {
     hl uninstall "$up_release" -n "$up_ns" --wait --timeout 5m >/dev/null
     wait_until "upstream's pods gone" 180 no_pods "$up_ns" "release=$up_release"
-    note_unless "driver unregistered from CSINode $node" 120 unregistered
+    note_unless "driver unregistered from every CSINode" 120 unregistered
 }
 install_ours() {
     hl install "$ours" "$repo/charts/cinder-csi" -n "$K8S_DRIVER_NS" -f "$tmpd/ours.json" >/dev/null
     wait_until "this chart's controller Ready" 300 pods_ready "$K8S_DRIVER_NS" "app.kubernetes.io/instance=$ours,app.kubernetes.io/component=controller"
     wait_until "this chart's node plugin Ready" 300 pods_ready "$(driver_ns node)" "app.kubernetes.io/instance=$ours,app.kubernetes.io/component=node"
-    wait_until "this driver registered on $node with the Nova id" 120 registered
+    wait_until "this driver registered on every node with its server's Nova id" 120 registered
     [[ $(node_image) == "$(driver_image)" ]] || fail "node plugin images: $(node_image), not only $(driver_image)"
 }
 uninstall_ours() {
@@ -215,7 +293,7 @@ uninstall_ours() {
     # Two controllers at once would both act (their sidecars' leases are per namespace).
     wait_until "this chart's controller pods gone" 180 no_pods "$K8S_DRIVER_NS" "app.kubernetes.io/instance=$ours"
     wait_until "this chart's node plugin pods gone" 180 no_pods "$node_ns" "app.kubernetes.io/instance=$ours"
-    note_unless "driver unregistered from CSINode $node" 120 unregistered
+    note_unless "driver unregistered from every CSINode" 120 unregistered
 }
 
 # The trap: this chart back as it was (upstream's release gone), whatever failed; then the
@@ -261,19 +339,46 @@ cinder_status() {
 }
 cinder_is() { [[ $(cinder_status "$2" "$3") == "$1" ]]; }
 cinder_gone() { [[ $(cinder_status "$1" "$2") == gone ]]; }
-# staging_dev HANDLE: the device under the volume's staging mount on the node ("" if none).
+# node_mounts NODE: the mountinfo of the node's own mount namespace (one node: the host's and
+# the node namespace's; several: node I's, where its kubelet's dir is $kubelet_dir).
+node_mounts() {
+    if ((nodes_n == 1)); then node_mountinfo; else cat "/proc/$(<"$state/pids/nodens-n$(node_index "$1").pid")/mountinfo"; fi
+}
+# staging_dev HANDLE [NODE]: the device under the volume's staging mount on NODE (default: any
+# node), "" if none.
 staging_dev() {
-    local sha dev
+    local sha dev n on=("${node_names[@]}")
+    [[ -z ${2:-} ]] || on=("$2")
     sha=$(printf %s "$1" | sha256sum | cut -d' ' -f1)
-    dev=$(node_mountinfo | awk -v s="$sha" 'index($5, s) && $5 ~ /\/globalmount$/ {
-        for (i = 7; $i != "-"; i++) {}
-        print $(i + 2); exit }')
-    # A source recorded as a by-id link names the node's link (the pod saw the node's dir there).
-    [[ $dev == /dev/disk/by-id/* ]] && dev=$(readlink -f "$OSTACK_NODE_1_BY_ID_DIR/${dev##*/}")
+    for n in "${on[@]}"; do
+        dev=$(node_mounts "$n" | awk -v s="$sha" -v kd="$kubelet_dir/" 'index($5, kd) == 1 && index($5, s) && $5 ~ /\/globalmount$/ {
+            for (i = 7; $i != "-"; i++) {}
+            print $(i + 2); exit }')
+        [[ -n $dev ]] && break
+    done
+    # A source recorded as a by-id link names the link in its node's dir (the pod saw it there).
+    [[ $dev == /dev/disk/by-id/* ]] && dev=$(readlink -f "$(ostack_node "$n" BY_ID_DIR)/${dev##*/}")
     echo "$dev"
 }
+# staged_on HANDLE: the nodes whose namespace has the volume's staging mount.
+staged_on() {
+    local n
+    for n in "${node_names[@]}"; do [[ -z $(staging_dev "$1" "$n") ]] || printf '%s ' "$n"; done
+}
+# servers_of HANDLE: the nodes whose servers Cinder says the volume is attached to (server ids
+# not a node's are printed as they are).
+servers_of() {
+    local id n out=""
+    for id in $(cinder GET "/volumes/$1" | python3 -c 'import json, sys; print(" ".join(sorted(a["server_id"] for a in json.load(sys.stdin)["volume"]["attachments"])))'); do
+        for n in "${node_names[@]}"; do [[ $(ostack_node "$n" ID) == "$id" ]] && id=$n; done
+        out+="$id "
+    done
+    echo "${out% }"
+}
+pod_node() { k -n "$ns" get pod "$1" -o jsonpath='{.spec.nodeName}'; }
 no_va() { ! k get volumeattachments -o jsonpath='{range .items[*]}{.spec.source.persistentVolumeName}{"\n"}{end}' | grep -qx "$1"; }
 staged() { [[ -n $(staging_dev "$1") ]]; }
+staged_at() { [[ $(staged_on "$1") == "$2 " ]]; }
 unstaged() { [[ -z $(staging_dev "$1") ]]; }
 # fs_of HANDLE: "TYPE UUID" of the filesystem on the staged device (blkid's low-level probe).
 fs_of() {
@@ -282,9 +387,9 @@ fs_of() {
     [[ -n $dev ]] || fail "volume $1 is not staged on the node"
     echo "$(blkid -p -o value -s TYPE "$dev") $(blkid -p -o value -s UUID "$dev")"
 }
-# writer POD CLAIM: writes the token once, then a line a second, until deleted.
+# writer POD CLAIM [NODE]: writes the token once, then a line a second, until deleted.
 writer() {
-    pod "$1" "$2" "[ -f /data/first ] || { echo $token > /data/first; sync; }
+    POD_NODE=${3:-} pod "$1" "$2" "[ -f /data/first ] || { echo $token > /data/first; sync; }
 while true; do date +%s >> /data/beat; sync; sleep 1; done"
 }
 beats() { k -n "$ns" exec "$1" -- wc -l /data/beat | awk '{print $1}'; }
@@ -313,18 +418,21 @@ expand() {
         fail "Cinder's size of $1 is not ${3%Gi} GiB"
     step "claim $1 expanded online to $3: filesystem $kib KiB in pod $2"
 }
-# restage POD CLAIM: the pod deleted, its volume detached and unstaged, the pod made again.
+# restage POD CLAIM [NODE]: the pod deleted, its volume detached and unstaged, the pod made again
+# on NODE (default: the node it was on).
 restage() {
-    local pv h
+    local pv h on
     pv=$(pv_of "$2")
     h=$(handle_of "$pv")
+    on=${3:-$(pod_node "$1")}
+    [[ -n $on ]] || fail "pod $1 is on no node"
     k -n "$ns" delete pod "$1" --wait=true --timeout=120s >/dev/null
     wait_until "volume of $2 unstaged" 180 unstaged "$h"
     wait_until "volume of $2 detached (VolumeAttachment gone)" 180 no_va "$pv"
     wait_until "Cinder volume $h of $2 available after the detach" 60 cinder_is available volumes "$h"
-    writer "$1" "$2"
+    writer "$1" "$2" "$on"
     wait_ready "$1"
-    wait_until "volume of $2 staged again" 60 staged "$h"
+    wait_until "volume of $2 staged again on $on" 60 staged_at "$h" "$on"
 }
 
 # ============================================================================================
@@ -338,6 +446,9 @@ kind: StorageClass
 metadata: {name: $xfs_sc}
 provisioner: $driver
 reclaimPolicy: Delete
+# Its volume in the zone of the node its pod is pinned to (several nodes: another node of that
+# zone takes the pod later).
+volumeBindingMode: WaitForFirstConsumer
 allowVolumeExpansion: true
 parameters: {csi.storage.k8s.io/fstype: xfs}
 ---
@@ -354,12 +465,13 @@ step "uninstalling this chart ($ours in $K8S_DRIVER_NS), installing upstream's $
 uninstall_ours
 metadata_up
 install_upstream
-step "upstream's plugins ready: CSINode $node nodeID $(csinode_driver), topology $(k get node "$node" -o jsonpath='{.metadata.labels.topology\.cinder\.csi\.openstack\.org/zone}')"
+step "upstream's plugins ready: CSINode nodeID and driver zone of each node: $(csinodes)"
 
 PVC_SC=csi-cinder-sc-delete pvc ext4 1Gi
 PVC_SC=$xfs_sc pvc xfs 1Gi
+# The ext4 claim (upstream's class: Immediate) where upstream put it; the xfs pod on the first node.
 writer w-ext4 ext4
-writer w-xfs xfs
+writer w-xfs xfs "$node1"
 wait_ready w-ext4
 wait_ready w-xfs
 pv_ext4=$(pv_of ext4) pv_xfs=$(pv_of xfs)
@@ -370,7 +482,8 @@ wait_until "ext4 volume staged" 60 staged "$h_ext4"
 wait_until "xfs volume staged" 60 staged "$h_xfs"
 fs_ext4=$(fs_of "$h_ext4") fs_xfs=$(fs_of "$h_xfs")
 [[ $fs_ext4 == "ext4 "?* && $fs_xfs == "xfs "?* ]] || fail "upstream's filesystems: ext4 claim '$fs_ext4', xfs claim '$fs_xfs'"
-step "upstream made ext4 $h_ext4 ($fs_ext4) and xfs $h_xfs ($fs_xfs); pods writing"
+[[ $(servers_of "$h_xfs") == "$node1" ]] || fail "Cinder's attachments of the xfs volume $h_xfs: '$(servers_of "$h_xfs")', not $node1's server only"
+step "upstream made ext4 $h_ext4 ($fs_ext4, attached to $(servers_of "$h_ext4")'s server) and xfs $h_xfs ($fs_xfs, attached to $node1's); pods writing"
 
 k -n "$ns" apply -f - >/dev/null <<EOF
 apiVersion: snapshot.storage.k8s.io/v1
@@ -411,7 +524,7 @@ if [[ -n $kept ]]; then
 fi
 install_ours
 [[ $(k get csidriver "$driver" -o jsonpath='{.metadata.uid}') == "$uid" ]] && how=adopted || how="made anew"
-step "this driver serves the node, $((SECONDS - t_swap)) s after upstream's uninstall began; CSINode nodeID $(csinode_driver); CSIDriver $how"
+step "this driver serves every node, $((SECONDS - t_swap)) s after upstream's uninstall began; CSINodes: $(csinodes); CSIDriver $how"
 [[ $(restarts) == "$before" ]] || fail "the pods were restarted or replaced during the swap: $before → $(restarts)"
 vas=$(k get volumeattachments -o jsonpath='{range .items[*]}{.spec.source.persistentVolumeName}={.status.attached} {end}')
 [[ $vas == *"$pv_ext4=true"* && $vas == *"$pv_xfs=true"* ]] || fail "VolumeAttachments after the swap: $vas"
@@ -423,10 +536,11 @@ rw w-ext4 "after-swap-$token"
 rw w-xfs "after-swap-$token"
 step "running pods: their writes went on through the swap ($b_ext4 → $(beats w-ext4), $b_xfs → $(beats w-xfs) lines), write and read OK"
 expand xfs w-xfs 3Gi $((3 * 1024 * 1024 * 95 / 100))
+on_ext4=$(pod_node w-ext4) on_xfs=$(pod_node w-xfs)
 k -n "$ns" delete pod w-ext4 w-xfs --wait=false >/dev/null
-restage w-ext4 ext4 &
+restage w-ext4 ext4 "$on_ext4" &
 p1=$!
-restage w-xfs xfs &
+restage w-xfs xfs "$on_xfs" &
 p2=$!
 wait "$p1" || exit 1
 wait "$p2" || exit 1
@@ -434,7 +548,24 @@ wait "$p2" || exit 1
     fail "filesystems after the restage: ext4 $(fs_of "$h_ext4") (was $fs_ext4), xfs $(fs_of "$h_xfs") (was $fs_xfs)"
 rw w-ext4 "restaged-$token"
 rw w-xfs "restaged-$token"
-step "pods made again on $node: volumes detached, attached and restaged by this driver, no mkfs (UUIDs as upstream made them), data there"
+step "pods made again on their nodes ($(pod_node w-ext4), $(pod_node w-xfs)): volumes detached, attached and restaged by this driver, no mkfs (UUIDs as upstream made them), data there"
+
+# A new pod on ANOTHER node (of the volume's zone) takes the upstream-made xfs volume.
+other=""
+for n in "${node_names[@]}"; do
+    [[ $n != "$node1" && $(k get node "$n" -o jsonpath='{.metadata.labels.topology\.kubernetes\.io/zone}') == "$(k get node "$node1" -o jsonpath='{.metadata.labels.topology\.kubernetes\.io/zone}')" ]] && { other=$n; break; }
+done
+if [[ -z $other ]]; then
+    step "NOTE: no other node in $node1's zone (one-node cluster?): the upstream-made volume on another node is not tried"
+else
+    restage w-xfs xfs "$other"
+    [[ $(servers_of "$h_xfs") == "$other" ]] || fail "Cinder's attachments of $h_xfs after the move to $other: '$(servers_of "$h_xfs")', not $other's server only"
+    no_va_on() { ! k get volumeattachments -o jsonpath="{range .items[?(@.spec.source.persistentVolumeName==\"$pv_xfs\")]}{.spec.nodeName}{\"\\n\"}{end}" | grep -vqx "$other"; }
+    wait_until "no VolumeAttachment of $pv_xfs but $other's" 60 no_va_on
+    [[ $(fs_of "$h_xfs") == "$fs_xfs" ]] || fail "filesystem of the xfs volume on $other: $(fs_of "$h_xfs") (was $fs_xfs)"
+    rw w-xfs "other-node-$token"
+    step "a new pod on $other (the other node of $node1's zone) attached the upstream-made xfs volume: Cinder attachment on $other's server only ($(ostack_node "$other" ID)), staged there only ($(staged_on "$h_xfs")), no mkfs (UUID $fs_xfs), data there"
+fi
 
 k -n "$ns" apply -f - >/dev/null <<EOF
 apiVersion: v1
@@ -446,7 +577,8 @@ spec:
   resources: {requests: {storage: 1Gi}}
   dataSource: {apiGroup: snapshot.storage.k8s.io, kind: VolumeSnapshot, name: snap}
 EOF
-writer reader restored
+# Beside its source (same UUID: xfs mounts it with nouuid), on the node that has the source now.
+writer reader restored "$(pod_node w-xfs)"
 wait_ready reader
 h_restored=$(handle_of "$(pv_of restored)")
 record_handle "$h_restored" "$(pv_of restored)"
