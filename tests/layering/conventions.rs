@@ -149,7 +149,9 @@ pub fn judge_mod_rs(found: &BTreeMap<String, Vec<String>>, pending: &[&str]) -> 
         pending
             .iter()
             .filter(|f| !found.contains_key(**f))
-            .map(|f| format!("{f}: in MOD_RS_PENDING but only declares and re-exports: remove it")),
+            .map(|f| {
+                format!("{f}: in MOD_RS_REGISTRIES but only declares and re-exports: remove it")
+            }),
     );
     out
 }
