@@ -17,8 +17,9 @@ pub(super) const PROFILE: Profile = Profile {
 };
 
 /// A rule's refusal as the fake answers it.
-pub(super) fn refused(r: Refusal) -> CloudError {
-    r.into_error(&PROFILE, RequestId(Some("req-fake".into())))
+pub(super) fn refused(r: impl Into<Refusal>) -> CloudError {
+    r.into()
+        .into_error(&PROFILE, RequestId(Some("req-fake".into())))
 }
 
 impl State {

@@ -17,8 +17,8 @@ pub(super) const PROFILE: Profile = Profile {
 };
 
 /// A rule's refusal as the local backend answers it.
-pub(super) fn refused(r: Refusal) -> CloudError {
-    r.into_error(&PROFILE, Default::default())
+pub(super) fn refused(r: impl Into<Refusal>) -> CloudError {
+    r.into().into_error(&PROFILE, Default::default())
 }
 
 impl State {

@@ -2,14 +2,14 @@
 
 use crate::cloud::{CopyStatus, Volume, VolumeStatus};
 
+use super::copies::not_deletable;
 use super::profile::Profile;
-use super::refusal::Refusal;
 
 /// A volume joins a group snapshot when it is available or in use.
-pub fn group_member(v: &Volume) -> Result<(), Refusal> {
+pub fn group_member(v: &Volume) -> Result<(), GroupSnapshotRefusal> {
     match v.status {
         VolumeStatus::Available | VolumeStatus::InUse => Ok(()),
-        _ => Err(Refusal::GroupMemberStatus {
+        _ => Err(GroupSnapshotRefusal::MemberStatus {
             id: v.id.clone(),
             status: v.status.clone(),
         }),
@@ -24,7 +24,7 @@ pub fn delete_group_snapshot(
     id: &str,
     status: &CopyStatus,
     restoring: bool,
-) -> Result<(), Refusal> {
+) -> Result<(), GroupSnapshotRefusal> {
     let id = id.to_string();
     let ok = match status {
         CopyStatus::Available | CopyStatus::Error => true,
@@ -33,10 +33,21 @@ pub fn delete_group_snapshot(
     };
     if !ok {
         let status = status.clone();
-        return Err(Refusal::GroupSnapshotDeleteStatus { id, status });
+        return Err(GroupSnapshotRefusal::DeleteStatus { id, status });
     }
     if restoring {
-        return Err(Refusal::GroupSnapshotBeingRestored { id });
+        return Err(GroupSnapshotRefusal::BeingRestored { id });
     }
     Ok(())
+}
+
+/// What the group snapshot rules refuse: the data and, on each variant, its words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GroupSnapshotRefusal {
+    #[error("volume {id} must be available or in-use to be snapshotted, it is {status}")]
+    MemberStatus { id: String, status: VolumeStatus },
+    #[error("{}", not_deletable("group snapshot", .id, .status))]
+    DeleteStatus { id: String, status: CopyStatus },
+    #[error("a volume is being restored from a member of group snapshot {id}")]
+    BeingRestored { id: String },
 }

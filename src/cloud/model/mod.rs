@@ -1,9 +1,10 @@
 //! Cinder's rules, written once: which status allows which operation on a volume, a snapshot,
 //! a backup or a group snapshot, judged on the port's own types. Pure: no storage, no clock,
 //! no I/O. The fake (memory) and the local backend (files + loop devices) look their objects
-//! up, gather the facts a rule asks for, ask the rule, and store what follows; a refusal is a
-//! [`Refusal`] (what was wrong, with the ids, worded once beside it) that each adapter turns
-//! into its `CloudError` with [`Refusal::into_error`]. What differs between the clouds the
+//! up, gather the facts a rule asks for, ask the rule, and store what follows. Each rule's file
+//! holds its refusals beside it (what was wrong, with the ids, worded once on each variant);
+//! the adapters take them as one [`Refusal`] and turn it into their `CloudError` with
+//! [`Refusal::into_error`]. What differs between the clouds the
 //! adapters stand for (the fake keeps Cinder's codes) is a named knob of their [`Profile`],
 //! never a rule written twice.
 

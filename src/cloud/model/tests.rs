@@ -1,6 +1,9 @@
 //! Cinder's rules, once: each test states one rule on the port's types, for both profiles
 //! where they differ, and pins each refusal's words and, where the profiles differ, its code.
 
+use super::copies::CopyRefusal;
+use super::groups::GroupSnapshotRefusal;
+use super::volumes::VolumeRefusal;
 use super::*;
 use crate::cloud::{
     Attachment, CloudError, CopyKind, CopyStatus, RequestId, Volume, VolumeCopy, VolumeStatus,
@@ -82,8 +85,8 @@ fn vtype(name: &str, multiattach: bool) -> VolumeType {
 }
 
 /// The message of `r` with the code an adapter of profile `p` gives it as.
-fn said(p: &Profile, r: Refusal) -> (&'static str, String) {
-    match r.into_error(p, RequestId(None)) {
+fn said(p: &Profile, r: impl Into<Refusal>) -> (&'static str, String) {
+    match r.into().into_error(p, RequestId(None)) {
         CloudError::Conflict { message, .. } => ("conflict", message),
         CloudError::BadRequest { message, .. } => ("bad request", message),
         CloudError::NotFound { resource, id } => ("not found", format!("{resource} {id}")),
@@ -93,7 +96,7 @@ fn said(p: &Profile, r: Refusal) -> (&'static str, String) {
 
 #[test]
 fn new_volumes_have_a_size_and_a_known_zone() {
-    assert_eq!(new_volume_size(0), Err(Refusal::BadSize));
+    assert_eq!(new_volume_size(0), Err(VolumeRefusal::BadSize));
     new_volume_size(1).unwrap();
     let zones = ["a".to_string(), "b".to_string()];
     zone("b", &zones).unwrap();
@@ -119,7 +122,7 @@ fn delete_needs_a_detached_settled_volume_without_snapshots() {
             VolumeStatus::Maintenance,
         ] {
             let r = delete_volume(p, &volume(s), none, false).unwrap_err();
-            assert!(matches!(r, Refusal::DeleteStatus { .. }), "{r:?}");
+            assert!(matches!(r, VolumeRefusal::DeleteStatus { .. }), "{r:?}");
         }
         let r = delete_volume(
             p,
@@ -127,11 +130,11 @@ fn delete_needs_a_detached_settled_volume_without_snapshots() {
             none,
             true,
         );
-        assert!(matches!(r, Err(Refusal::DeleteAttached { .. })));
+        assert!(matches!(r, Err(VolumeRefusal::DeleteAttached { .. })));
         let mut grouped = volume(VolumeStatus::Available);
         grouped.group_id = Some("g".into());
         let r = delete_volume(p, &grouped, none, true);
-        assert!(matches!(r, Err(Refusal::DeleteInGroup { .. })));
+        assert!(matches!(r, Err(VolumeRefusal::DeleteInGroup { .. })));
         let snapped = VolumeUse {
             snapshots: 2,
             copying: false,
@@ -139,7 +142,7 @@ fn delete_needs_a_detached_settled_volume_without_snapshots() {
         let r = delete_volume(p, &volume(VolumeStatus::Available), snapped, false);
         assert_eq!(
             r,
-            Err(Refusal::HasSnapshots {
+            Err(VolumeRefusal::HasSnapshots {
                 id: "v1".into(),
                 count: 2
             })
@@ -151,7 +154,7 @@ fn delete_needs_a_detached_settled_volume_without_snapshots() {
             copying: true,
         };
         let r = delete_volume(p, &volume(VolumeStatus::Available), copying, true);
-        assert!(matches!(r, Err(Refusal::VolumeBeingCopied { .. })));
+        assert!(matches!(r, Err(VolumeRefusal::VolumeBeingCopied { .. })));
     }
     // `deleting` is a delete under way on Cinder, a half-done one to finish locally.
     let deleting = volume(VolumeStatus::Deleting);
@@ -176,7 +179,7 @@ fn delete_refusals_name_what_holds_the_volume() {
         )
     );
     assert_eq!(said(&CINDER, r).0, "conflict");
-    let r = Refusal::HasSnapshots {
+    let r = VolumeRefusal::HasSnapshots {
         id: "v1".into(),
         count: 1,
     };
@@ -202,7 +205,7 @@ fn extend_grows_available_or_online_in_use_volumes() {
     extend(&used, 3, true).unwrap();
     assert_eq!(
         extend(&used, 3, false),
-        Err(Refusal::ExtendAttached { id: "v1".into() })
+        Err(VolumeRefusal::ExtendAttached { id: "v1".into() })
     );
     let r = extend(&volume(VolumeStatus::Retyping), 3, true).unwrap_err();
     assert_eq!(
@@ -217,7 +220,7 @@ fn retype_changes_the_type_of_a_settled_volume_outside_groups() {
     retype(&v, &vtype("hdd", false)).unwrap();
     assert!(matches!(
         retype(&volume(VolumeStatus::Extending), &vtype("hdd", false)),
-        Err(Refusal::RetypeStatus { .. })
+        Err(VolumeRefusal::RetypeStatus { .. })
     ));
     let r = retype(&v, &vtype("ssd", false)).unwrap_err();
     assert_eq!(said(&LOCAL, r.clone()).1, "volume v1 already has type ssd");
@@ -226,7 +229,7 @@ fn retype_changes_the_type_of_a_settled_volume_outside_groups() {
     grouped.group_id = Some("g".into());
     assert!(matches!(
         retype(&grouped, &vtype("hdd", false)),
-        Err(Refusal::RetypeInGroup { .. })
+        Err(VolumeRefusal::RetypeInGroup { .. })
     ));
     // A volume attached to two servers keeps a type that allows it.
     let mut shared = attached(v, &["s1", "s2"]);
@@ -247,22 +250,22 @@ fn attach_takes_an_available_volume_or_a_multiattach_one_asked_so() {
         let used = attached(v.clone(), &["s1"]);
         assert!(matches!(
             attach(p, &used, "s1", "az1", true),
-            Err(Refusal::AlreadyAttached { .. })
+            Err(VolumeRefusal::AlreadyAttached { .. })
         ));
         assert!(matches!(
             attach(p, &used, "s2", "az1", true),
-            Err(Refusal::AttachedElsewhere { .. })
+            Err(VolumeRefusal::AttachedElsewhere { .. })
         ));
         let mut shared = used.clone();
         shared.multiattach = true;
         attach(p, &shared, "s2", "az1", true).unwrap();
         assert!(matches!(
             attach(p, &shared, "s2", "az1", false),
-            Err(Refusal::MultiattachNotAsked { .. })
+            Err(VolumeRefusal::MultiattachNotAsked { .. })
         ));
         assert!(matches!(
             attach(p, &volume(VolumeStatus::Reserved), "s1", "az1", false),
-            Err(Refusal::AttachStatus { .. })
+            Err(VolumeRefusal::AttachStatus { .. })
         ));
     }
     // Another zone: Nova's default attaches across zones; the local backend does not.
@@ -360,7 +363,7 @@ fn backups_are_of_settled_volumes_or_their_available_snapshots() {
         ("bad request", "snapshot c1 is of volume v1, not v2".into())
     );
     let r = backup_from_snapshot("v1", &copy(CopyKind::Snapshot, CopyStatus::Creating));
-    assert!(matches!(r, Err(Refusal::BackupSnapshotStatus { .. })));
+    assert!(matches!(r, Err(CopyRefusal::BackupSnapshotStatus { .. })));
 }
 
 #[test]
@@ -395,7 +398,7 @@ fn copies_are_deleted_once_made_and_unread() {
         let r = delete_snapshot(p, &member, none).unwrap_err();
         assert_eq!(
             r,
-            Refusal::SnapshotInGroup {
+            CopyRefusal::SnapshotInGroup {
                 id: "c1".into(),
                 group: "g1".into()
             }
@@ -459,7 +462,7 @@ fn group_snapshots_are_deleted_once_made_and_unread() {
         assert!(delete_group_snapshot(p, "g1", &CopyStatus::Creating, false).is_err());
         assert_eq!(
             delete_group_snapshot(p, "g1", &CopyStatus::Available, true),
-            Err(Refusal::GroupSnapshotBeingRestored { id: "g1".into() })
+            Err(GroupSnapshotRefusal::BeingRestored { id: "g1".into() })
         );
     }
     assert!(delete_group_snapshot(&CINDER, "g1", &CopyStatus::Deleting, false).is_err());
