@@ -21,7 +21,16 @@
 # Then prints the translated CSI requests the sidecars sent for these volumes and checks them
 # against what Cinder and the cluster show; a leak check ends it.
 #
-#   tests/harness/k8s/intree.sh [--backend openstack]
+# The local backend too (`up -f tests/harness/k8s/values-requests.yaml`): the translation needs only
+# the volume id to be the backend's. What cannot be the same there: no Cinder API to make the
+# hand-made volumes with, so they are made through the driver (`cinder-csi ctl create-volume`
+# in the controller pod: an operator's CreateVolume, the volume raw as Cinder's would be) and
+# deleted the same way; Cinder's view (status, attachment's server, type, zone, size, snapshots)
+# is the backend's own records ($local_dir/volumes/ID.json, which keep Cinder's fields); the
+# in-tree class's `type` is one of the backend's types (local-multiattach: not the default, so
+# the parameter must have come through the translation), its `availability` the node's zone.
+#
+#   tests/harness/k8s/intree.sh [--backend openstack|local]
 #
 # Last line: "intree: OK (N s)" or "intree: FAILED: ...".
 set -euo pipefail
@@ -39,20 +48,58 @@ made=()
 beta_zone=failure-domain.beta.kubernetes.io/zone
 ga_zone=topology.kubernetes.io/zone
 
-k get csidriver cinder.csi.openstack.org >/dev/null || fail "no CSIDriver: is the cluster up (tests/harness/k8s/cluster up --backend openstack)?"
+k get csidriver cinder.csi.openstack.org >/dev/null || fail "no CSIDriver: is the cluster up (tests/harness/k8s/cluster up)?"
 K8S_BACKEND=${K8S_BACKEND:-$(k8s_backend)}
-[[ $K8S_BACKEND == openstack ]] || fail "in-tree volumes are Cinder volumes: run on the cluster over the test cloud (--backend openstack)"
+[[ $K8S_BACKEND == openstack || $K8S_BACKEND == local ]] || fail "unknown backend $K8S_BACKEND"
 [[ -z $(leak_check "$ns") ]] || fail "the backend has objects of namespace $ns from an earlier run: $(leak_check "$ns")"
+ctl=$(plugin_pod controller)
 
 cinder() { ostack_api block-storage "$@"; }
-# vol ID FIELD...: fields of the Cinder volume (python expressions over v), or "gone".
+# The local backend: the driver's own CSI calls through `cinder-csi ctl` in the controller pod
+# (its CSI_ENDPOINT), and its records on the host.
+bk=Cinder
+[[ $K8S_BACKEND != local ]] || { ldir=$(local_dir); bk="the local backend"; }
+drv_ctl() { k -n "$K8S_DRIVER_NS" exec "$ctl" -c cinder-csi-plugin -- /usr/local/bin/cinder-csi ctl -o json "$@"; }
+# vol ID FIELD...: fields of the Cinder volume (python expressions over v; on the local backend
+# its record, with Cinder's field names), or "gone".
 vol() {
-    local id=$1
+    local id=$1 src
     shift
-    cinder GET "/volumes/$id" 2>/dev/null | python3 -c '
+    case $K8S_BACKEND in
+        openstack) src=$(cinder GET "/volumes/$id" 2>/dev/null) || { echo gone; return 0; } ;;
+        local)
+            [[ -f $ldir/volumes/$id.json ]] || { echo gone; return 0; }
+            src=$(python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); r["size"] = r["size_gib"]; print(json.dumps({"volume": r}))' \
+                "$ldir/volumes/$id.json" 2>/dev/null) || { echo gone; return 0; }
+            ;;
+    esac
+    python3 -c '
 import json, sys
 v = json.load(sys.stdin)["volume"]
-print(" ".join(str(eval(e, {"v": v})) for e in sys.argv[1:]))' "$@" 2>/dev/null || echo gone
+print(" ".join(str(eval(e, {"v": v})) for e in sys.argv[1:]))' "$@" <<<"$src" 2>/dev/null || echo gone
+}
+# del_vol ID: deletes a hand-made volume (Cinder's API; the driver on the local backend).
+del_vol() {
+    case $K8S_BACKEND in
+        openstack) cinder DELETE "/volumes/$1" >/dev/null ;;
+        local) drv_ctl delete-volume "$1" >/dev/null ;;
+    esac
+}
+# snaps_of ID: the backend's snapshots of the volume.
+snaps_of() {
+    case $K8S_BACKEND in
+        openstack)
+            cinder GET "/snapshots?volume_id=$1" | python3 -c '
+import json, sys
+print(" ".join(s["id"] for s in json.load(sys.stdin)["snapshots"] if s["volume_id"] == sys.argv[1]))' "$1"
+            ;;
+        local)
+            python3 -c '
+import glob, json, sys
+print(" ".join(r["id"] for r in (json.load(open(f)) for f in sorted(glob.glob(sys.argv[1] + "/*.json"))) if r.get("volume_id") == sys.argv[2]))' \
+                "$ldir/snapshots" "$1"
+            ;;
+    esac
 }
 wait_vol() { # wait_vol ID STATUS
     local s
@@ -61,7 +108,7 @@ wait_vol() { # wait_vol ID STATUS
         [[ $s == "$2" ]] && return 0
         sleep 2
     done
-    fail "Cinder volume $1 is $s, not $2"
+    fail "$bk volume $1 is $s, not $2"
 }
 test_cleanup() {
     local id s
@@ -72,7 +119,7 @@ test_cleanup() {
             [[ $s == in-use || $s == detaching || $s == attaching ]] || break
             sleep 2
         done
-        [[ $s == gone ]] || cinder DELETE "/volumes/$id" >/dev/null 2>&1 || echo "cleanup: Cinder volume $id ($s) not deleted"
+        [[ $s == gone ]] || del_vol "$id" 2>/dev/null || echo "cleanup: volume $id ($s) not deleted"
     done
     if [[ -n ${labelled:-} ]]; then k label node "$node" "$beta_zone-" "$ga_zone-" >/dev/null 2>&1 || true; fi
 }
@@ -107,7 +154,6 @@ zone=$(k get node "$node" -o jsonpath='{.metadata.labels.topology\.cinder\.csi\.
 migrated=$(k get csinode "$node" -o jsonpath='{.metadata.annotations.storage\.alpha\.kubernetes\.io/migrated-plugins}')
 step "node $node, zone $zone; CSINode migrated-plugins: $migrated"
 [[ ,$migrated, == *,kubernetes.io/cinder,* ]] || fail "the kubelet does not list kubernetes.io/cinder as migrated on CSINode $node"
-ctl=$(plugin_pod controller)
 for c in csi-provisioner csi-attacher csi-resizer; do
     k -n "$K8S_DRIVER_NS" get pod "$ctl" -o jsonpath="{.spec.containers[?(@.name==\"$c\")].args}" | grep -q -- '--v=5' ||
         fail "$c does not log its requests (--v=5): bring the cluster up with -f tests/harness/k8s/values-requests.yaml"
@@ -125,11 +171,23 @@ kind: Namespace
 metadata: {name: $ns}
 EOF
 
-# --- 1. Volumes made through Cinder's API, in-tree PVs over them.
+# --- 1. Volumes made through Cinder's API (the local backend: through the driver), in-tree PVs
+# over them.
 new_volume() { # new_volume NAME → id
-    cinder POST /volumes "{\"volume\": {\"size\": 1, \"name\": \"$1\", \"availability_zone\": \"$zone\", \"volume_type\": \"standard\"}}" |
-        python3 -c 'import json, sys; print(json.load(sys.stdin)["volume"]["id"])'
+    case $K8S_BACKEND in
+        openstack)
+            cinder POST /volumes "{\"volume\": {\"size\": 1, \"name\": \"$1\", \"availability_zone\": \"$zone\", \"volume_type\": \"standard\"}}" |
+                python3 -c 'import json, sys; print(json.load(sys.stdin)["volume"]["id"])'
+            ;;
+        local)
+            drv_ctl create-volume "$1" --size 1Gi --requisite "topology.cinder.csi.openstack.org/zone=$zone" |
+                python3 -c 'import json, sys; print(json.load(sys.stdin)["volume_id"])'
+            ;;
+    esac
 }
+# The in-tree class's volume type: one the backend has, not its default.
+intree_type=standard-alt
+[[ $K8S_BACKEND == local ]] && intree_type=local-multiattach
 id_ext4=$(new_volume "intree-ext4-$token")
 made+=("$id_ext4")
 record_handle "$id_ext4" cinder-csi-intree-ext4
@@ -138,7 +196,7 @@ made+=("$id_xfs")
 record_handle "$id_xfs" cinder-csi-intree-xfs
 wait_vol "$id_ext4" available
 wait_vol "$id_xfs" available
-step "Cinder volumes: ext4 $id_ext4, xfs $id_xfs"
+step "$K8S_BACKEND volumes: ext4 $id_ext4, xfs $id_xfs"
 
 # intree_pv NAME CLAIM VOLUME_ID FSTYPE READONLY EXTRA_SPEC_YAML LABELS
 intree_pv() {
@@ -181,14 +239,14 @@ for c in ext4 xfs; do
     ready "$c-1"
     id=$([[ $c == ext4 ]] && echo "$id_ext4" || echo "$id_xfs")
     read -r status srv < <(vol "$id" 'v["status"]' '(v["attachments"] or [{}])[0].get("server_id")')
-    [[ $status == in-use ]] || fail "$c: Cinder volume $id is $status while pod $c-1 runs"
+    [[ $status == in-use ]] || fail "$c: $bk volume $id is $status while pod $c-1 runs"
     server=${server:-$srv}
     [[ $srv == "$server" ]] || fail "$c: attached to $srv, the other to $server"
     fstype=$(staged_fs "$id")
     [[ $fstype == "$c" ]] || fail "$c: staging mount of $id is [$fstype]"
     va=$(k get volumeattachments -o jsonpath="{range .items[?(@.spec.source.persistentVolumeName==\"cinder-csi-intree-$c\")]}{.spec.attacher}{end}")
     [[ $va == cinder.csi.openstack.org ]] || fail "$c: VolumeAttachment attacher [$va]"
-    step "  $c: pod $c-1 wrote and read; Cinder in-use on server $srv; staged $fstype; VolumeAttachment by $va"
+    step "  $c: pod $c-1 wrote and read; $bk: in-use on server $srv; staged $fstype; VolumeAttachment by $va"
 done
 
 # --- 2. The ext4 volume again, read-only: a readOnly in-tree PV, and the pod's claim readOnly
@@ -263,7 +321,7 @@ EOF
 ready inline-1
 inline_va=$(k get volumeattachments -o jsonpath="{range .items[?(@.spec.source.inlineVolumeSpec.csi.volumeHandle==\"$id_xfs\")]}{.spec.attacher}{end}")
 [[ $inline_va == cinder.csi.openstack.org ]] || fail "inline: no VolumeAttachment with the inline spec of $id_xfs ([$inline_va])"
-[[ $(vol "$id_xfs" 'v["status"]') == in-use ]] || fail "inline: Cinder volume $id_xfs not in-use"
+[[ $(vol "$id_xfs" 'v["status"]') == in-use ]] || fail "inline: $bk volume $id_xfs not in-use"
 inline_spec=$(k get volumeattachments -o jsonpath="{range .items[?(@.spec.source.inlineVolumeSpec.csi.volumeHandle==\"$id_xfs\")]}{.spec.source.inlineVolumeSpec}{end}")
 inline_fs=$(staged_fs "$id_xfs")
 step "  inline-1 read the data and appended; staged $inline_fs; VolumeAttachment by $inline_va, inline spec $inline_spec"
@@ -272,13 +330,13 @@ k -n "$ns" delete pod inline-1 --wait=true --timeout=180s >/dev/null
 wait_vol "$id_xfs" available
 
 # --- 4. An in-tree StorageClass, provisioned through the translation, expanded.
-step "StorageClass provisioner kubernetes.io/cinder (type standard-alt, availability $zone, fsType xfs)"
+step "StorageClass provisioner kubernetes.io/cinder (type $intree_type, availability $zone, fsType xfs)"
 k apply -f - >/dev/null <<EOF
 apiVersion: storage.k8s.io/v1
 kind: StorageClass
 metadata: {name: $sc}
 provisioner: kubernetes.io/cinder
-parameters: {type: standard-alt, availability: $zone, fsType: xfs}
+parameters: {type: $intree_type, availability: $zone, fsType: xfs}
 allowVolumeExpansion: true
 reclaimPolicy: Delete
 volumeBindingMode: Immediate
@@ -294,9 +352,9 @@ read -r id_made by to < <(k get pv "$pv_made" -o jsonpath='{.spec.cinder.volumeI
 made+=("$id_made")
 record_handle "$id_made" "$pv_made"
 read -r vtype vaz vsize < <(vol "$id_made" 'v["volume_type"]' 'v["availability_zone"]' 'v["size"]')
-step "  PV $pv_made: spec.cinder.volumeID $id_made, provisioned-by $by, migrated-to $to; Cinder: type $vtype, zone $vaz, $vsize GiB"
+step "  PV $pv_made: spec.cinder.volumeID $id_made, provisioned-by $by, migrated-to $to; $bk: type $vtype, zone $vaz, $vsize GiB"
 [[ $by == kubernetes.io/cinder && $to == cinder.csi.openstack.org ]] || fail "PV $pv_made annotations: provisioned-by [$by] migrated-to [$to]"
-[[ $vtype == standard-alt && $vaz == "$zone" && $vsize == 1 ]] || fail "Cinder volume $id_made: type $vtype zone $vaz size $vsize"
+[[ $vtype == "$intree_type" && $vaz == "$zone" && $vsize == 1 ]] || fail "volume $id_made: type $vtype zone $vaz size $vsize"
 pod made-1 made "echo $token > /data/keep && sync && exec sleep 100000"
 ready made-1
 step "expand made to 2Gi while mounted"
@@ -310,8 +368,8 @@ for _ in $(seq 60); do
     sleep 2
 done
 vsize=$(vol "$id_made" 'v["size"]')
-step "  Cinder size $vsize GiB; the pod's filesystem $kib KiB"
-[[ $vsize == 2 ]] || fail "Cinder volume $id_made is $vsize GiB after the expansion"
+step "  $bk size $vsize GiB; the pod's filesystem $kib KiB"
+[[ $vsize == 2 ]] || fail "$bk volume $id_made is $vsize GiB after the expansion"
 ((kib > 1900000)) || fail "made-1's filesystem not grown: $kib KiB"
 
 # --- 5. A VolumeSnapshot of the in-tree PV: the snapshot-controller snapshots CSI PVs only,
@@ -340,13 +398,11 @@ for _ in $(seq 60); do
 done
 read -r ready_to_use content < <(k -n "$ns" get volumesnapshot made-snap -o jsonpath='{.status.readyToUse} {.status.boundVolumeSnapshotContentName}'; echo)
 contents=$(k get volumesnapshotcontents -o jsonpath="{range .items[?(@.spec.volumeSnapshotRef.namespace==\"$ns\")]}{.metadata.name} {end}")
-cinder_snaps=$(cinder GET "/snapshots?volume_id=$id_made" | python3 -c '
-import json, sys
-print(" ".join(s["id"] for s in json.load(sys.stdin)["snapshots"] if s["volume_id"] == sys.argv[1]))' "$id_made")
-step "  refused: [$snap_err]; readyToUse [$ready_to_use], content [$content$contents], Cinder snapshots [$cinder_snaps]"
+cinder_snaps=$(snaps_of "$id_made")
+step "  refused: [$snap_err]; readyToUse [$ready_to_use], content [$content$contents], $bk snapshots [$cinder_snaps]"
 [[ $snap_err == *"CSI"* ]] || fail "VolumeSnapshot made-snap of in-tree PV $pv_made: no refusal naming CSI ([$snap_err])"
 [[ $ready_to_use != true && -z $content && -z $contents && -z $cinder_snaps ]] ||
-    fail "VolumeSnapshot made-snap of an in-tree PV got somewhere: readyToUse [$ready_to_use] content [$content$contents] Cinder [$cinder_snaps]"
+    fail "VolumeSnapshot made-snap of an in-tree PV got somewhere: readyToUse [$ready_to_use] content [$content$contents] $bk [$cinder_snaps]"
 k -n "$ns" delete volumesnapshot made-snap --wait=true --timeout=60s >/dev/null
 
 # --- 6. Delete everything.
@@ -358,11 +414,11 @@ for _ in $(seq 60); do
     [[ $(vol "$id_made" 'v["status"]') == gone ]] && break
     sleep 2
 done
-[[ $(vol "$id_made" 'v["status"]') == gone ]] || fail "Cinder volume $id_made of the deleted in-tree PV is still there"
+[[ $(vol "$id_made" 'v["status"]') == gone ]] || fail "$bk volume $id_made of the deleted in-tree PV is still there"
 k delete pv cinder-csi-intree-xfs cinder-csi-intree-ro --wait=true --timeout=60s >/dev/null
 for id in "$id_ext4" "$id_xfs"; do
     wait_vol "$id" available
-    cinder DELETE "/volumes/$id" >/dev/null
+    del_vol "$id"
 done
 
 # --- 7. The translated requests.
@@ -394,7 +450,7 @@ printf '%s\n' "$requests" | sed 's/^/    /'
 # out, so a stray readonly or volume_context would show).
 read -r -d '' checker <<'PY' || true
 import json, sys
-zone, server, ns, pv_made, id_ext4, id_xfs, id_made, zones = sys.argv[1:]
+zone, server, ns, pv_made, id_ext4, id_xfs, id_made, zones, vtype = sys.argv[1:]
 calls = []
 for line in sys.stdin:
     if line.strip():
@@ -413,7 +469,7 @@ for m, r in calls:
         expect("CreateVolume", r, {
             "name": pv_made, "capacity_range": {"required_bytes": 1 << 30},
             "parameters": {"csi.storage.k8s.io/pv/name": pv_made, "csi.storage.k8s.io/pvc/name": "made",
-                           "csi.storage.k8s.io/pvc/namespace": ns, "type": "standard-alt", "availability": zone},
+                           "csi.storage.k8s.io/pvc/namespace": ns, "type": vtype, "availability": zone},
             "volume_capabilities": [cap("xfs")],
             "accessibility_requirements": r.get("accessibility_requirements")})
         # An Immediate class without allowedTopologies: every zone of the cluster's nodes (the
@@ -450,7 +506,7 @@ PY
 # The zones of the cluster's nodes as their kubelets labelled them from NodeGetInfo.
 zones=$(k get nodes -o jsonpath='{range .items[*]}{.metadata.labels.topology\.cinder\.csi\.openstack\.org/zone}{"\n"}{end}' | sort -u | paste -sd,)
 [[ ,$zones, == *,"$zone",* ]] || fail "the nodes' zones ($zones) do not include $zone"
-python3 -c "$checker" "$zone" "$server" "$ns" "$pv_made" "$id_ext4" "$id_xfs" "$id_made" "$zones" <<<"$requests" ||
+python3 -c "$checker" "$zone" "$server" "$ns" "$pv_made" "$id_ext4" "$id_xfs" "$id_made" "$zones" "$intree_type" <<<"$requests" ||
     fail "translated requests differ (above)"
 step "leak check"
 for id in "${made[@]}"; do
@@ -458,7 +514,7 @@ for id in "${made[@]}"; do
         [[ $(vol "$id" 'v["status"]') == gone ]] && break
         sleep 2
     done
-    [[ $(vol "$id" 'v["status"]') == gone ]] || fail "Cinder volume $id is still there"
+    [[ $(vol "$id" 'v["status"]') == gone ]] || fail "$bk volume $id is still there"
 done
 leaks=$(leak_check "$ns")
 [[ -z $leaks ]] || fail "leaks: $leaks"
