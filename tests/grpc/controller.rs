@@ -8,6 +8,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use crate::support::caps::mount_cap;
 use cinder_csi::cloud::fake::FakeCloud;
 use cinder_csi::cloud::Clouds;
 use cinder_csi::driver::controller::{Controller, ControllerOptions};
@@ -103,16 +104,6 @@ async fn harness() -> Harness {
     }
 }
 
-fn mount_cap() -> pb::VolumeCapability {
-    use pb::volume_capability::{access_mode::Mode, AccessMode, AccessType, MountVolume};
-    pb::VolumeCapability {
-        access_type: Some(AccessType::Mount(MountVolume::default())),
-        access_mode: Some(AccessMode {
-            mode: Mode::SingleNodeWriter as i32,
-        }),
-    }
-}
-
 fn create_req(name: &str, bytes: i64) -> pb::CreateVolumeRequest {
     pb::CreateVolumeRequest {
         name: name.into(),
@@ -120,7 +111,7 @@ fn create_req(name: &str, bytes: i64) -> pb::CreateVolumeRequest {
             required_bytes: bytes,
             limit_bytes: 0,
         }),
-        volume_capabilities: vec![mount_cap()],
+        volume_capabilities: vec![mount_cap("")],
         ..Default::default()
     }
 }
@@ -280,7 +271,7 @@ async fn publish_list_validate_expand_snapshot_codes() {
     let publish = |vol: &str, node: &str| pb::ControllerPublishVolumeRequest {
         volume_id: vol.into(),
         node_id: node.into(),
-        volume_capability: Some(mount_cap()),
+        volume_capability: Some(mount_cap("")),
         ..Default::default()
     };
     let mut no_cap = publish(&id, "node-1");
@@ -371,7 +362,7 @@ async fn publish_list_validate_expand_snapshot_codes() {
     // ValidateVolumeCapabilities: required fields, confirmation echo.
     let validate = pb::ValidateVolumeCapabilitiesRequest {
         volume_id: id.clone(),
-        volume_capabilities: vec![mount_cap()],
+        volume_capabilities: vec![mount_cap("")],
         ..Default::default()
     };
     let mut empty = validate.clone();
@@ -390,7 +381,7 @@ async fn publish_list_validate_expand_snapshot_codes() {
         .into_inner()
         .confirmed
         .unwrap();
-    assert_eq!(confirmed.volume_capabilities, vec![mount_cap()]);
+    assert_eq!(confirmed.volume_capabilities, vec![mount_cap("")]);
 
     // Expand: capacity_range required; online extend works.
     let expand = pb::ControllerExpandVolumeRequest {
@@ -516,17 +507,6 @@ async fn secrets_select_the_cloud_and_never_reach_the_logs() {
     assert!(!text.contains(secret), "a secret reached the logs");
 }
 
-fn fs_cap(fs: &str) -> pb::VolumeCapability {
-    use pb::volume_capability::{AccessType, MountVolume};
-    pb::VolumeCapability {
-        access_type: Some(AccessType::Mount(MountVolume {
-            fs_type: fs.into(),
-            ..Default::default()
-        })),
-        ..mount_cap()
-    }
-}
-
 /// Issue 13's bad-input battery at the edge: each gets the code the CSI spec names and a
 /// message saying what to fix, and nothing is created or changed.
 #[tokio::test]
@@ -537,7 +517,7 @@ async fn bad_input_gets_the_spec_codes_and_changes_nothing() {
         |r: Result<tonic::Response<pb::CreateVolumeResponse>, tonic::Status>| r.unwrap_err();
     for fs in ["notafs", "../../bin/sh", "ext4; touch X"] {
         let mut req = create_req("a", GIB);
-        req.volume_capabilities = vec![fs_cap(fs)];
+        req.volume_capabilities = vec![mount_cap(fs)];
         let e = status(c.create_volume(req).await);
         assert_eq!(e.code(), Code::InvalidArgument, "{fs}: {}", e.message());
         assert!(e.message().contains("ext4, xfs"), "{}", e.message());
@@ -578,7 +558,7 @@ async fn bad_input_gets_the_spec_codes_and_changes_nothing() {
     let validated = c
         .validate_volume_capabilities(pb::ValidateVolumeCapabilitiesRequest {
             volume_id: v.volume_id.clone(),
-            volume_capabilities: vec![fs_cap("notafs")],
+            volume_capabilities: vec![mount_cap("notafs")],
             ..Default::default()
         })
         .await

@@ -1,6 +1,7 @@
 //! The integration tests' one support library: each test binary includes it
 //! (`#[path = "../support/mod.rs"] mod support;`) and uses the parts it needs.
 //! - `common`: the real `cinder-csi` binary on a temp socket and a gRPC client to it;
+//! - `caps`: the VolumeCapability builders;
 //! - `blockdev`: loop-backed block devices for the node tests;
 //! - `local_rig`: a driver on the local backend in a temp dir, with its leak check;
 //! - `openstack_support`: the test cloud's env file, its REST helper, cloud-object guards;
@@ -12,6 +13,7 @@
 #![allow(dead_code, unused_imports)] // each binary uses a different part
 
 pub mod blockdev;
+pub mod caps;
 pub mod common;
 pub mod die_with_parent;
 pub mod doctor_support;

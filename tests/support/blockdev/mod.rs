@@ -19,35 +19,7 @@ use cinder_csi::server::csi::pb::{
     NodeUnstageVolumeRequest, VolumeCapability,
 };
 
-/// A SINGLE_NODE_WRITER mount capability of `fs` ("" is the driver's default), no mount flags.
-pub fn mount_cap(fs: &str) -> VolumeCapability {
-    mount_cap_flags(fs, Mode::SingleNodeWriter, &[])
-}
-
-/// A mount capability of `fs` with `mode`, no mount flags.
-pub fn mount_cap_as(fs: &str, mode: Mode) -> VolumeCapability {
-    mount_cap_flags(fs, mode, &[])
-}
-
-/// A mount capability of `fs` with `mode` and these mount flags.
-pub fn mount_cap_flags(fs: &str, mode: Mode, flags: &[&str]) -> VolumeCapability {
-    VolumeCapability {
-        access_type: Some(AccessType::Mount(MountVolume {
-            fs_type: fs.into(),
-            mount_flags: flags.iter().map(|f| f.to_string()).collect(),
-            volume_mount_group: String::new(),
-        })),
-        access_mode: Some(AccessMode { mode: mode as i32 }),
-    }
-}
-
-/// A raw block capability with `mode`.
-pub fn block_cap(mode: Mode) -> VolumeCapability {
-    VolumeCapability {
-        access_type: Some(AccessType::Block(BlockVolume {})),
-        access_mode: Some(AccessMode { mode: mode as i32 }),
-    }
-}
+pub use crate::support::caps::{block_cap, mount_cap, mount_cap_as, mount_cap_flags};
 
 /// Tests that need root fail loudly without it.
 pub fn require_root() {

@@ -217,19 +217,7 @@ impl Drop for Rig {
     }
 }
 
-pub fn mount_cap(fs: &str) -> pb::VolumeCapability {
-    use pb::volume_capability::{access_mode::Mode, AccessMode, AccessType, MountVolume};
-    pb::VolumeCapability {
-        access_type: Some(AccessType::Mount(MountVolume {
-            fs_type: fs.into(),
-            mount_flags: vec![],
-            volume_mount_group: String::new(),
-        })),
-        access_mode: Some(AccessMode {
-            mode: Mode::SingleNodeWriter as i32,
-        }),
-    }
-}
+pub use crate::support::caps::mount_cap;
 
 /// A volume as kubelet holds it once published into a pod.
 pub struct InPod {

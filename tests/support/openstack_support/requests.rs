@@ -8,17 +8,7 @@ pub const GIB: i64 = 1 << 30;
 
 /// A single-writer ext4 mount capability.
 pub fn mount_cap() -> pb::VolumeCapability {
-    pb::VolumeCapability {
-        access_type: Some(pb::volume_capability::AccessType::Mount(
-            pb::volume_capability::MountVolume {
-                fs_type: "ext4".into(),
-                ..Default::default()
-            },
-        )),
-        access_mode: Some(pb::volume_capability::AccessMode {
-            mode: pb::volume_capability::access_mode::Mode::SingleNodeWriter as i32,
-        }),
-    }
+    crate::support::caps::mount_cap("ext4")
 }
 
 /// CreateVolume of 1 GiB with `mount_cap` and these StorageClass parameters.
