@@ -36,8 +36,13 @@ def _volume_type(c, name, extra_specs, description):
         tid = c.post(CINDER_URL + '/types', {'volume_type': {
             'name': name, 'description': description,
         }})['volume_type']['id']
-    if extra_specs:
-        c.post(f'{CINDER_URL}/types/{tid}/extra_specs', {'extra_specs': extra_specs})
+    # Only what differs: Cinder refuses any extra-spec write on a type that volumes use
+    # ("Volume Type is currently in use"), even the same value, and a cloud brought up again
+    # keeps its volumes.
+    have = c.get(f'{CINDER_URL}/types/{tid}/extra_specs')['extra_specs'] if extra_specs else {}
+    missing = {k: v for k, v in extra_specs.items() if have.get(k) != v}
+    if missing:
+        c.post(f'{CINDER_URL}/types/{tid}/extra_specs', {'extra_specs': missing})
     return tid
 
 
