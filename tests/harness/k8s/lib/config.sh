@@ -136,13 +136,10 @@ chart_values() {
             # the apiserver's PodTopologyLabels admission copies onto the pod when it is bound),
             # so the kubelet labels the node with the driver's zone key from NodeGetInfo.
             local node_env="{name: CINDER_CSI_NODE_ID, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}"
-            local zones_arg="" kubelets=$kubelet_dir
+            local zones_arg=""
             if ((nodes > 1)); then
                 node_env+=", {name: CINDER_CSI_NODE_AZ, valueFrom: {fieldRef: {fieldPath: \"metadata.labels['$zone_key']\"}}}"
                 zones_arg=", \"--local-zones=$(node_zones)\""
-                # Every node's kubelet dir, not only that of the controller's node (a group
-                # snapshot's members may be mounted on any node: one machine here).
-                kubelets=$state/nodes
             fi
             # Several nodes: a cloud.conf of one section, a small attach limit per node
             # (NodeGetInfo max_volumes_per_node → CSINode allocatable), so the suite's [Serial]
@@ -167,11 +164,11 @@ controller:
   extraVolumes:
     - {name: local-dir, hostPath: {path: $state/local, type: DirectoryOrCreate}}
     - {name: dev, hostPath: {path: /dev, type: Directory}}
-    - {name: kubelet-dir, hostPath: {path: $kubelets, type: Directory}}
+    - {name: kubelet-dir, hostPath: {path: $kubelet_dir, type: Directory}}
   extraVolumeMounts:
     - {name: local-dir, mountPath: $state/local}
     - {name: dev, mountPath: /dev}
-    - {name: kubelet-dir, mountPath: $kubelets, mountPropagation: HostToContainer}
+    - {name: kubelet-dir, mountPath: $kubelet_dir, mountPropagation: HostToContainer}
 EOF
             ;;
         openstack)
