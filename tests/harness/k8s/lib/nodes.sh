@@ -227,7 +227,8 @@ nodes_poweroff() {
     for _ in 1 2 3; do
         m=$(awk -v p="$nstate/kubelet/" 'index($2, p) == 1 { print $2 }' /proc/self/mounts | sort -r)
         [[ -z $m ]] && break
-        for p in $m; do umount -l "$p" 2>/dev/null; done
+        # A mount may already be gone with a peer's (shared propagation): not an error here.
+        for p in $m; do umount -l "$p" 2>/dev/null || true; done
     done
     log "$node_name powered off (every process of it killed, its mounts dropped)"
 }
