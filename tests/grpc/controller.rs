@@ -104,6 +104,16 @@ async fn harness() -> Harness {
     }
 }
 
+/// CreateVolume of 1 GiB that must succeed: the volume it returns.
+async fn created(c: &mut ControllerClient<tonic::transport::Channel>, name: &str) -> pb::Volume {
+    c.create_volume(create_req(name, GIB))
+        .await
+        .unwrap()
+        .into_inner()
+        .volume
+        .unwrap()
+}
+
 fn create_req(name: &str, bytes: i64) -> pb::CreateVolumeRequest {
     pb::CreateVolumeRequest {
         name: name.into(),
@@ -548,13 +558,7 @@ async fn bad_input_gets_the_spec_codes_and_changes_nothing() {
     assert_eq!(e.code(), Code::OutOfRange, "{}", e.message());
     assert!(h.fake.volumes().is_empty(), "bad requests change nothing");
 
-    let v = c
-        .create_volume(create_req("a", GIB))
-        .await
-        .unwrap()
-        .into_inner()
-        .volume
-        .unwrap();
+    let v = created(c, "a").await;
     let validated = c
         .validate_volume_capabilities(pb::ValidateVolumeCapabilitiesRequest {
             volume_id: v.volume_id.clone(),
@@ -613,13 +617,7 @@ async fn modify_with_empty_parameters_is_not_found_or_ok() {
         .await
         .unwrap_err();
     assert_eq!(e.code(), Code::NotFound, "{}", e.message());
-    let v = c
-        .create_volume(create_req("a", GIB))
-        .await
-        .unwrap()
-        .into_inner()
-        .volume
-        .unwrap();
+    let v = created(c, "a").await;
     let before = h.fake.volume(&v.volume_id).unwrap();
     c.controller_modify_volume(modify(&v.volume_id))
         .await
@@ -633,13 +631,7 @@ async fn modify_with_empty_parameters_is_not_found_or_ok() {
 async fn modify_sets_metadata_from_the_attributes_class() {
     let mut h = harness().await;
     let c = &mut h.client;
-    let v = c
-        .create_volume(create_req("a", GIB))
-        .await
-        .unwrap()
-        .into_inner()
-        .volume
-        .unwrap();
+    let v = created(c, "a").await;
     let modify = |value: &str| pb::ControllerModifyVolumeRequest {
         volume_id: v.volume_id.clone(),
         mutable_parameters: [("appendVolumeMetadata".to_string(), value.to_string())].into(),
@@ -671,13 +663,7 @@ async fn modify_sets_metadata_from_the_attributes_class() {
 async fn delete_snapshot_right_after_create_succeeds() {
     let mut h = harness().await;
     let c = &mut h.client;
-    let v = c
-        .create_volume(create_req("a", GIB))
-        .await
-        .unwrap()
-        .into_inner()
-        .volume
-        .unwrap();
+    let v = created(c, "a").await;
     h.fake.set_settle_after(3);
     let s = c
         .create_snapshot(pb::CreateSnapshotRequest {
