@@ -6,7 +6,7 @@
 //! mounts those without journal recovery).
 
 use crate::driver::types::{AccessMode, VolumeCapability};
-use crate::driver::Unsupported;
+use crate::driver::{Invalid, Result, Unsupported};
 
 /// Why `cap` cannot be served by a volume whose type has (or lacks) `multiattach`; `None`
 /// when it can.
@@ -26,6 +26,19 @@ pub fn unsupported_capability(cap: &VolumeCapability, multiattach: bool) -> Opti
         return Some(Unsupported::NoMultiattach { mode });
     }
     None
+}
+
+/// An existing volume `id` (multiattach or not) asked to serve `cap`: the request is invalid
+/// when it cannot (publish and expand name the volume in the error).
+pub fn volume_serves(id: &str, cap: &VolumeCapability, multiattach: bool) -> Result<()> {
+    match unsupported_capability(cap, multiattach) {
+        None => Ok(()),
+        Some(why) => Err(Invalid::VolumeCapability {
+            id: id.to_string(),
+            why,
+        }
+        .into()),
+    }
 }
 
 /// Whether any capability asks for multi-node access (so the volume type must be looked up).

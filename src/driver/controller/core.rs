@@ -5,7 +5,7 @@ use super::*;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use crate::cloud::{Cloud, CloudError, Clouds, Resource, Volume};
+use crate::cloud::{Cloud, CloudError, Clouds, Resource, Volume, Volumes};
 use crate::config::BlockStorageConfig;
 use crate::driver::types::{topology_value, Topology, ZONE_TOPOLOGY_KEY};
 use crate::driver::{Error, InFlight, InFlightGuard, Invalid, Result};
@@ -149,6 +149,14 @@ impl Controller {
             topology,
         }
     }
+}
+
+/// The volume the request names, read from the cloud, or its precise NotFound.
+pub(super) async fn named_volume(volumes: &Arc<dyn Volumes>, id: &str) -> Result<Volume> {
+    volumes
+        .get_volume(id)
+        .await
+        .map_err(|e| volume_error(id, e))
 }
 
 /// NotFound of the volume the request names becomes the precise driver error.

@@ -269,11 +269,7 @@ impl Controller {
         let deadline = wait_deadline(rpc_deadline);
         match src {
             ContentSource::Volume(id) => {
-                let mut v = cloud
-                    .volumes
-                    .get_volume(id)
-                    .await
-                    .map_err(|e| super::volume_error(id, e))?;
+                let mut v = super::named_volume(&cloud.volumes, id).await?;
                 if v.status.is_error() {
                     return Err(Refusal::SourceVolumeFailed {
                         id: id.clone(),

@@ -1,8 +1,9 @@
 //! ControllerExpandVolume: extend (online with Cinder 3.42 when in-use) and wait until
 //! Cinder reports the new size. Node expansion is required only for mount access.
 
+use super::capabilities::volume_serves;
 use super::waits::{wait_deadline, Refusals, MAX_STATE_RETRIES};
-use super::{volume_error, Controller, ExpandVolume, Expanded};
+use super::{named_volume, volume_error, Controller, ExpandVolume, Expanded};
 use crate::cloud::{CloudError, VolumeStatus, VolumeWait, GIB};
 use crate::driver::types::round_up_gib;
 use crate::driver::{Change, Error, Invalid, Range, Refusal, Result};
@@ -35,18 +36,9 @@ impl Controller {
         let cloud = self.cloud(&req.cloud)?;
         let deadline = wait_deadline(req.deadline);
         let volumes = &cloud.volumes;
-        let mut v = volumes
-            .get_volume(id)
-            .await
-            .map_err(|e| volume_error(id, e))?;
+        let mut v = named_volume(volumes, id).await?;
         if let Some(cap) = &req.capability {
-            if let Some(why) = super::unsupported_capability(cap, v.multiattach) {
-                return Err(Invalid::VolumeCapability {
-                    id: id.to_string(),
-                    why,
-                }
-                .into());
-            }
+            volume_serves(id, cap, v.multiattach)?;
         }
         let mut refusals = Refusals::default();
         for _ in 0..MAX_STATE_RETRIES {

@@ -5,7 +5,7 @@
 //! once the volume is known to exist.
 
 use super::waits::{wait_deadline, Refusals, MAX_STATE_RETRIES};
-use super::{volume_error, Controller, ModifyVolume};
+use super::{named_volume, volume_error, Controller, ModifyVolume};
 use crate::cloud::{CloudError, Resource, Volume, VolumeStatus, VolumeType, VolumeWait};
 use crate::driver::{Change, Error, Invalid, Refusal, Result};
 
@@ -23,10 +23,7 @@ impl Controller {
         let deadline = wait_deadline(req.deadline);
         let volumes = &cloud.volumes;
         // The volume first: NotFound whatever is asked of it.
-        let mut v = volumes
-            .get_volume(id)
-            .await
-            .map_err(|e| volume_error(id, e))?;
+        let mut v = named_volume(volumes, id).await?;
         let pairs = &req.mutable.append_metadata;
         if pairs.iter().any(|(k, val)| v.metadata.get(k) != Some(val)) {
             volumes

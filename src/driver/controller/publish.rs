@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 
 use tokio::time::Instant;
 
-use super::capabilities::unsupported_capability;
+use super::capabilities::volume_serves;
 use super::params::DEVICE_PATH_KEY;
 use super::waits::{wait_deadline, Refusals, MAX_STATE_RETRIES};
-use super::{volume_error, Controller, Publish, Unpublish};
+use super::{named_volume, volume_error, Controller, Publish, Unpublish};
 use crate::cloud::{Cloud, CloudError, Resource, Volume, VolumeStatus, VolumeWait};
 use crate::driver::{Change, Error, Invalid, Refusal, Result};
 
@@ -45,17 +45,8 @@ impl Controller {
         let deadline = wait_deadline(req.deadline);
         let (id, node) = (req.volume_id.as_str(), req.node_id.as_str());
         let volumes = &cloud.volumes;
-        let mut v = volumes
-            .get_volume(id)
-            .await
-            .map_err(|e| volume_error(id, e))?;
-        if let Some(why) = unsupported_capability(&req.capability, v.multiattach) {
-            return Err(Invalid::VolumeCapability {
-                id: id.to_string(),
-                why,
-            }
-            .into());
-        }
+        let mut v = named_volume(volumes, id).await?;
+        volume_serves(id, &req.capability, v.multiattach)?;
         let mut refusals = Refusals::default();
         for _ in 0..MAX_STATE_RETRIES {
             if v.attached_to(node).is_some() && v.status != VolumeStatus::Detaching {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::volume_error;
+use super::named_volume;
 use crate::cloud::{Volume, Volumes};
 use crate::driver::{Change, Error, Refusal};
 
@@ -81,8 +81,7 @@ impl Refusals {
         change: Change,
         message: String,
     ) -> Result<Volume, Error> {
-        let after = volumes.get_volume(id).await;
-        let after = after.map_err(|e| volume_error(id, e))?;
+        let after = named_volume(volumes, id).await?;
         Ok(self.judge(before, after, change, message)?)
     }
 }
