@@ -181,18 +181,7 @@ impl GroupSnapshots for OpenStack {
                     }
                     Err(e) => return Err(e),
                 };
-                let verdict = if g.status().is_error() {
-                    Verdict::Fail(CloudError::ErrorState {
-                        resource: Resource::GroupSnapshot,
-                        id: id.to_string(),
-                        status: g.status.clone(),
-                        reason: None,
-                    })
-                } else if *until == CopyWait::Available && g.status() == CopyStatus::Available {
-                    Verdict::Done
-                } else {
-                    Verdict::Continue
-                };
+                let verdict = until.group_verdict(id, &g.status());
                 let status = g.status.clone();
                 match verdict {
                     Verdict::Done => Ok(Look::Done(self.with_members(g).await?)),

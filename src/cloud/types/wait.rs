@@ -118,6 +118,18 @@ impl CopyWait {
         }
     }
 
+    /// Whether one look at group snapshot `id`, in `status`, ends the wait. Cinder gives no
+    /// reason for a group snapshot in error (its members may say).
+    pub fn group_verdict(&self, id: &str, status: &CopyStatus) -> Verdict {
+        if status.is_error() {
+            return Verdict::Fail(error_state(Resource::GroupSnapshot, id, status.as_str()));
+        }
+        match self {
+            Self::Available if *status == CopyStatus::Available => Verdict::Done,
+            _ => Verdict::Continue,
+        }
+    }
+
     /// The condition in words (`timed out waiting for backup X to become <this>`).
     pub fn wanted(&self) -> String {
         match self {
@@ -262,6 +274,23 @@ mod tests {
                 id: "b".into(),
                 status: "error_deleting".into(),
                 reason: Some("no space".into()),
+            })
+        );
+    }
+
+    #[test]
+    fn group_snapshot_conditions() {
+        let verdict = |w: CopyWait, s: &str| w.group_verdict("g", &CopyStatus::parse(s));
+        assert_eq!(verdict(CopyWait::Available, "available"), Verdict::Done);
+        assert_eq!(verdict(CopyWait::Available, "creating"), Verdict::Continue);
+        assert_eq!(verdict(CopyWait::Deleted, "available"), Verdict::Continue);
+        assert_eq!(
+            verdict(CopyWait::Deleted, "error_deleting"),
+            Verdict::Fail(CloudError::ErrorState {
+                resource: Resource::GroupSnapshot,
+                id: "g".into(),
+                status: "error_deleting".into(),
+                reason: None,
             })
         );
     }
