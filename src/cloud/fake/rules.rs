@@ -1,9 +1,9 @@
 //! What the fake brings to Cinder's rules (`cloud/model`): its profile and the
 //! facts a rule asks for that are not on the object itself (what else uses it).
 
-use super::state::{FakeCopy, State};
-use crate::cloud::model::{CopyUse, Profile, Refusal};
-use crate::cloud::{CloudError, CopyKind, CopyStatus, RequestId, VolumeStatus};
+use super::state::State;
+use crate::cloud::model::{self, CopyUse, Profile, Refusal};
+use crate::cloud::{CloudError, CopyKind, RequestId, Volume};
 
 /// The fake stands for Cinder as the core meets it: statuses settle after a few looks, a
 /// snapshot of an in-use volume needs `force`, Nova attaches across zones (its default), and
@@ -25,35 +25,23 @@ pub(super) fn refused(r: impl Into<Refusal>) -> CloudError {
 impl State {
     /// A snapshot, backup or clone of volume `id` is being made.
     pub fn copying(&self, id: &str) -> bool {
-        let making = |c: &FakeCopy| c.copy.volume_id == id && c.copy.status == CopyStatus::Creating;
-        self.snapshots.values().any(making)
-            || self.backups.values().any(making)
-            || self.volumes.values().any(|v| {
-                v.volume.source_volume_id.as_deref() == Some(id)
-                    && v.volume.status == VolumeStatus::Creating
-            })
+        let copies = self.snapshots.values().chain(self.backups.values());
+        model::copying(id, copies.map(|c| &c.copy), self.seen_volumes())
     }
 
     /// Whether a volume is being restored from one of `copies` (snapshot or backup ids).
     pub fn restoring(&self, kind: CopyKind, copies: &[&str]) -> bool {
-        self.volumes.values().any(|v| {
-            let source = match kind {
-                CopyKind::Snapshot => v.volume.snapshot_id.as_deref(),
-                CopyKind::Backup => v.volume.backup_id.as_deref(),
-            };
-            v.volume.status == VolumeStatus::Creating && source.is_some_and(|s| copies.contains(&s))
-        })
+        model::restoring(kind, copies, self.seen_volumes())
     }
 
     /// What reads copy `id`: a backup being made of it (a snapshot), a volume restored from it.
     pub fn copy_uses(&self, kind: CopyKind, id: &str) -> CopyUse {
-        CopyUse {
-            backing_up: kind == CopyKind::Snapshot
-                && self.backups.values().any(|b| {
-                    b.copy.snapshot_id.as_deref() == Some(id)
-                        && b.copy.status == CopyStatus::Creating
-                }),
-            restoring: self.restoring(kind, &[id]),
-        }
+        let backups = self.backups.values().map(|b| &b.copy);
+        model::copy_uses(kind, id, backups, self.seen_volumes())
+    }
+
+    /// The volumes as last observed (a rule's facts do not advance their transitions).
+    fn seen_volumes(&self) -> impl Iterator<Item = &Volume> {
+        self.volumes.values().map(|v| &v.volume)
     }
 }

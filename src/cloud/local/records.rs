@@ -191,10 +191,6 @@ impl CopyRecord {
             group_snapshot_id: self.group_snapshot_id.clone(),
         }
     }
-
-    pub fn is_creating(&self) -> bool {
-        self.status == "creating"
-    }
 }
 
 /// A node id usable as a file name under `DIR/nodes`.

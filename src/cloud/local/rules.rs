@@ -1,9 +1,10 @@
 //! What the local backend brings to Cinder's rules (`cloud/model`): its profile
 //! and the facts a rule asks for that are not on the record itself (what else uses it).
 
+use super::records::VolumeRecord;
 use super::state::State;
-use crate::cloud::model::{CopyUse, Profile, Refusal};
-use crate::cloud::{CloudError, CopyKind, VolumeStatus};
+use crate::cloud::model::{self, CopyUse, Profile, Refusal};
+use crate::cloud::{CloudError, CopyKind, Volume};
 
 /// The local backend is Cinder (3.66+, no `force` for snapshots of in-use volumes) and Nova
 /// (`[cinder] cross_az_attach = False`) on one machine, whose operations are done when they
@@ -24,38 +25,27 @@ pub(super) fn refused(r: impl Into<Refusal>) -> CloudError {
 impl State {
     /// A snapshot, backup or clone of volume `id` is being made (its file is being read).
     pub(super) fn copying(&self, id: &str) -> bool {
-        self.snapshots
+        let snapshots = self
+            .snapshots
             .values()
-            .any(|s| s.volume_id == id && s.is_creating())
-            || self
-                .backups
-                .values()
-                .any(|b| b.volume_id == id && b.is_creating())
-            || self.volumes.values().any(|c| {
-                c.source_volume_id.as_deref() == Some(id) && c.status() == VolumeStatus::Creating
-            })
+            .map(|s| s.to_copy(CopyKind::Snapshot));
+        let backups = self.backups.values().map(|b| b.to_copy(CopyKind::Backup));
+        model::copying(id, snapshots.chain(backups), self.all_volumes())
     }
 
     /// Whether a volume is being restored from one of `copies` (snapshot or backup ids).
     pub(super) fn restoring(&self, kind: CopyKind, copies: &[&str]) -> bool {
-        self.volumes.values().any(|v| {
-            let source = match kind {
-                CopyKind::Snapshot => v.snapshot_id.as_deref(),
-                CopyKind::Backup => v.backup_id.as_deref(),
-            };
-            v.status() == VolumeStatus::Creating && source.is_some_and(|s| copies.contains(&s))
-        })
+        model::restoring(kind, copies, self.all_volumes())
     }
 
     /// What reads copy `id`: a backup being made of it (a snapshot), a volume restored from it.
     pub(super) fn copy_uses(&self, kind: CopyKind, id: &str) -> CopyUse {
-        CopyUse {
-            backing_up: kind == CopyKind::Snapshot
-                && self
-                    .backups
-                    .values()
-                    .any(|b| b.snapshot_id.as_deref() == Some(id) && b.is_creating()),
-            restoring: self.restoring(kind, &[id]),
-        }
+        let backups = self.backups.values().map(|b| b.to_copy(CopyKind::Backup));
+        model::copy_uses(kind, id, backups, self.all_volumes())
+    }
+
+    /// Every volume record as the port's type, for the rules' facts.
+    fn all_volumes(&self) -> impl Iterator<Item = Volume> + '_ {
+        self.volumes.values().map(VolumeRecord::to_volume)
     }
 }

@@ -88,6 +88,14 @@ pub fn delete_snapshot(p: &Profile, s: &VolumeCopy, uses: CopyUse) -> Result<(),
     Ok(())
 }
 
+/// A snapshot or a backup is deleted by its kind's rule (both adapters delete either alike).
+pub fn delete_copy(p: &Profile, c: &VolumeCopy, uses: CopyUse) -> Result<(), CopyRefusal> {
+    match c.kind {
+        CopyKind::Snapshot => delete_snapshot(p, c, uses),
+        CopyKind::Backup => delete_backup(p, c, uses),
+    }
+}
+
 /// A backup is deleted when it is made and no volume is being restored from it.
 pub fn delete_backup(p: &Profile, b: &VolumeCopy, uses: CopyUse) -> Result<(), CopyRefusal> {
     let id = b.id.clone();

@@ -12,18 +12,19 @@ mod copies;
 mod groups;
 mod profile;
 mod refusal;
+mod uses;
 mod volumes;
 
 #[cfg(test)]
 mod tests;
 
 pub use copies::{
-    backup_from_snapshot, backup_volume, clone_from, delete_backup, delete_snapshot, restore_from,
-    snapshot, CopyUse,
+    backup_from_snapshot, backup_volume, clone_from, delete_copy, restore_from, snapshot, CopyUse,
 };
 pub use groups::{delete_group_snapshot, group_member};
 pub use profile::Profile;
 pub use refusal::Refusal;
+pub use uses::{copy_uses, copying, restoring};
 pub use volumes::{
     attach, delete_volume, detach, extend, new_volume_size, retype, zone, VolumeUse,
 };

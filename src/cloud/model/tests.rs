@@ -1,7 +1,7 @@
 //! Cinder's rules, once: each test states one rule on the port's types, for both profiles
 //! where they differ, and pins each refusal's words and, where the profiles differ, its code.
 
-use super::copies::CopyRefusal;
+use super::copies::{delete_backup, delete_snapshot, CopyRefusal};
 use super::groups::GroupSnapshotRefusal;
 use super::volumes::VolumeRefusal;
 use super::*;
@@ -425,6 +425,29 @@ fn copies_are_deleted_once_made_and_unread() {
 }
 
 #[test]
+fn a_copy_is_deleted_by_its_kinds_rule() {
+    let backing_up = CopyUse {
+        backing_up: true,
+        restoring: false,
+    };
+    // Being backed up stops a snapshot's delete, never a backup's.
+    let snap = copy(CopyKind::Snapshot, CopyStatus::Available);
+    assert_eq!(
+        delete_copy(&LOCAL, &snap, backing_up),
+        delete_snapshot(&LOCAL, &snap, backing_up)
+    );
+    assert!(delete_copy(&LOCAL, &snap, backing_up).is_err());
+    let backup = copy(CopyKind::Backup, CopyStatus::Available);
+    delete_copy(&LOCAL, &backup, backing_up).unwrap();
+    let r = delete_copy(
+        &CINDER,
+        &copy(CopyKind::Backup, CopyStatus::Creating),
+        backing_up,
+    );
+    assert!(matches!(r, Err(CopyRefusal::BackupDeleteStatus { .. })));
+}
+
+#[test]
 fn new_volumes_come_from_ready_sources_no_larger_than_them() {
     let snap = copy(CopyKind::Snapshot, CopyStatus::Available);
     restore_from(&snap, 2).unwrap();
@@ -467,4 +490,50 @@ fn group_snapshots_are_deleted_once_made_and_unread() {
     }
     assert!(delete_group_snapshot(&CINDER, "g1", &CopyStatus::Deleting, false).is_err());
     delete_group_snapshot(&LOCAL, "g1", &CopyStatus::Deleting, false).unwrap();
+}
+
+#[test]
+fn what_reads_a_volume_or_a_copy() {
+    let creating = |mut v: Volume| {
+        v.id = "v2".into();
+        v.status = VolumeStatus::Creating;
+        v
+    };
+    let clone = Volume {
+        source_volume_id: Some("v1".into()),
+        ..creating(volume(VolumeStatus::Available))
+    };
+    let none: [&VolumeCopy; 0] = [];
+    let snap = copy(CopyKind::Snapshot, CopyStatus::Creating);
+    // v1 is read while a copy or a clone of it is being made, not once they are made.
+    assert!(copying("v1", none, [&clone]));
+    assert!(copying("v1", [&snap], [&volume(VolumeStatus::Available)]));
+    let made = copy(CopyKind::Snapshot, CopyStatus::Available);
+    let cloned = Volume {
+        status: VolumeStatus::Available,
+        ..clone.clone()
+    };
+    assert!(!copying("v1", [&made], [&cloned]));
+    assert!(!copying("v2", [&snap], [&clone]));
+    // A copy is read while a volume is restored from it or (a snapshot) backed up.
+    let restore = Volume {
+        snapshot_id: Some("c1".into()),
+        ..creating(volume(VolumeStatus::Available))
+    };
+    assert!(restoring(CopyKind::Snapshot, &["c0", "c1"], [&restore]));
+    assert!(!restoring(CopyKind::Backup, &["c1"], [&restore]));
+    let backup = VolumeCopy {
+        snapshot_id: Some("c1".into()),
+        ..copy(CopyKind::Backup, CopyStatus::Creating)
+    };
+    let uses = copy_uses(CopyKind::Snapshot, "c1", [&backup], [&restore]);
+    assert_eq!(
+        uses,
+        CopyUse {
+            backing_up: true,
+            restoring: true
+        }
+    );
+    let uses = copy_uses(CopyKind::Backup, "c1", [&backup], [&restore]);
+    assert_eq!(uses, CopyUse::default());
 }
