@@ -12,7 +12,7 @@ use crate::cloud::model;
 use crate::cloud::poll::Look;
 use crate::cloud::{
     CloudError, CloudResult, Copies, CopyFilter, CopyKind, CopyOps, CopyStatus, CopyWait,
-    NewBackup, NewSnapshot, Op, Page, PageRequest, Resource, VolumeCopy,
+    NewBackup, NewSnapshot, Op, Page, PageRequest, VolumeCopy,
 };
 
 #[async_trait]
@@ -34,8 +34,7 @@ impl Copies for FakeCloud {
     async fn get_copy(&self, kind: CopyKind, id: &str) -> CloudResult<VolumeCopy> {
         let mut s = self.lock();
         s.enter(CopyOps::of(kind).get)?;
-        s.observe_copy(kind, id)
-            .ok_or_else(|| CloudError::not_found(kind.resource(), id))
+        s.copy(kind, id)
     }
 
     async fn list_copies(
@@ -63,10 +62,7 @@ impl Copies for FakeCloud {
     async fn delete_copy(&self, kind: CopyKind, id: &str) -> CloudResult<()> {
         let mut s = self.lock();
         s.enter(CopyOps::of(kind).delete)?;
-        match kind {
-            CopyKind::Snapshot => s.delete_snapshot(id),
-            CopyKind::Backup => s.delete_backup(id),
-        }
+        s.delete_copy(kind, id)
     }
 
     /// Counted as one read of the copy, however many looks it takes.
@@ -79,9 +75,7 @@ impl Copies for FakeCloud {
     ) -> CloudResult<VolumeCopy> {
         self.enter(CopyOps::of(kind).get)?;
         self.wait_until(kind.resource(), id, until.wanted(), deadline, |s| {
-            let c = s
-                .observe_copy(kind, id)
-                .ok_or_else(|| CloudError::not_found(kind.resource(), id))?;
+            let c = s.copy(kind, id)?;
             let (verdict, status) = (until.verdict(&c), c.status.clone());
             Look::judged(verdict, c, status)
         })
@@ -92,9 +86,7 @@ impl Copies for FakeCloud {
 impl State {
     fn create_snapshot(&mut self, req: &NewSnapshot) -> CloudResult<VolumeCopy> {
         self.enter(Op::SnapshotCreate)?;
-        let v = self
-            .observe_volume(&req.volume_id)
-            .ok_or_else(|| CloudError::not_found(Resource::Volume, &req.volume_id))?;
+        let v = self.volume(&req.volume_id)?;
         model::snapshot(&PROFILE, &v, req.force).map_err(refused)?;
         let id = self.new_id("snapshot");
         let error = if self.failing_snapshot_creations > 0 {
@@ -120,16 +112,6 @@ impl State {
         Ok(self.insert_copy(snapshot, error))
     }
 
-    fn delete_snapshot(&mut self, id: &str) -> CloudResult<()> {
-        let snap = self
-            .observe_copy(CopyKind::Snapshot, id)
-            .ok_or_else(|| CloudError::not_found(Resource::Snapshot, id))?;
-        let uses = self.copy_uses(CopyKind::Snapshot, id);
-        model::delete_snapshot(&PROFILE, &snap, uses).map_err(refused)?;
-        self.start_deleting(CopyKind::Snapshot, id);
-        Ok(())
-    }
-
     fn create_backup(&mut self, req: &NewBackup) -> CloudResult<VolumeCopy> {
         self.enter(Op::BackupCreate)?;
         if !self.backups_supported {
@@ -137,14 +119,10 @@ impl State {
                 "the backup service is not enabled".into(),
             ));
         }
-        let v = self
-            .observe_volume(&req.volume_id)
-            .ok_or_else(|| CloudError::not_found(Resource::Volume, &req.volume_id))?;
+        let v = self.volume(&req.volume_id)?;
         match &req.snapshot_id {
             Some(sid) => {
-                let snap = self
-                    .observe_copy(CopyKind::Snapshot, sid)
-                    .ok_or_else(|| CloudError::not_found(Resource::Snapshot, sid))?;
+                let snap = self.copy(CopyKind::Snapshot, sid)?;
                 model::backup_from_snapshot(&req.volume_id, &snap).map_err(refused)?;
             }
             None => model::backup_volume(&v, req.force).map_err(refused)?,
@@ -176,13 +154,11 @@ impl State {
         Ok(self.insert_copy(backup, error))
     }
 
-    fn delete_backup(&mut self, id: &str) -> CloudResult<()> {
-        let b = self
-            .observe_copy(CopyKind::Backup, id)
-            .ok_or_else(|| CloudError::not_found(Resource::Backup, id))?;
-        let uses = self.copy_uses(CopyKind::Backup, id);
-        model::delete_backup(&PROFILE, &b, uses).map_err(refused)?;
-        self.start_deleting(CopyKind::Backup, id);
+    fn delete_copy(&mut self, kind: CopyKind, id: &str) -> CloudResult<()> {
+        let c = self.copy(kind, id)?;
+        let uses = self.copy_uses(kind, id);
+        model::delete_copy(&PROFILE, &c, uses).map_err(refused)?;
+        self.start_deleting(kind, id);
         Ok(())
     }
 

@@ -20,7 +20,7 @@ use crate::cloud::model;
 use crate::cloud::poll::Look;
 use crate::cloud::{
     CloudError, CloudResult, CopyKind, CopyStatus, CopyWait, GroupRefusal, GroupSnapshot,
-    GroupSnapshots, NewGroupSnapshot, Op, Resource, Verdict, Volume, VolumeCopy,
+    GroupSnapshots, NewGroupSnapshot, Op, Resource, Volume, VolumeCopy,
 };
 
 /// The helper group of a set of volumes: one per set, so repeated group snapshots of the same
@@ -42,8 +42,7 @@ impl GroupSnapshots for FakeCloud {
     async fn get_group_snapshot(&self, id: &str) -> CloudResult<GroupSnapshot> {
         let mut s = self.lock();
         s.enter(Op::GroupSnapshotGet)?;
-        s.observe_group_snapshot(id)
-            .ok_or_else(|| CloudError::not_found(Resource::GroupSnapshot, id))
+        s.group_snapshot(id)
     }
 
     async fn group_snapshots_named(&self, name: &str) -> CloudResult<Vec<GroupSnapshot>> {
@@ -92,22 +91,8 @@ impl GroupSnapshots for FakeCloud {
     ) -> CloudResult<GroupSnapshot> {
         self.enter(Op::GroupSnapshotGet)?;
         self.wait_until(Resource::GroupSnapshot, id, until.wanted(), deadline, |s| {
-            let g = s
-                .observe_group_snapshot(id)
-                .ok_or_else(|| CloudError::not_found(Resource::GroupSnapshot, id))?;
-            let verdict = if g.status.is_error() {
-                Verdict::Fail(CloudError::ErrorState {
-                    resource: Resource::GroupSnapshot,
-                    id: id.to_string(),
-                    status: g.status.to_string(),
-                    reason: None,
-                })
-            } else if *until == CopyWait::Available && g.status == CopyStatus::Available {
-                Verdict::Done
-            } else {
-                Verdict::Continue
-            };
-            let status = g.status.clone();
+            let g = s.group_snapshot(id)?;
+            let (verdict, status) = (until.group_verdict(id, &g.status), g.status.clone());
             Look::judged(verdict, g, status)
         })
         .await
@@ -163,9 +148,7 @@ impl State {
         }
         let mut volumes = Vec::new();
         for id in &req.volume_ids {
-            let v = self
-                .observe_volume(id)
-                .ok_or_else(|| CloudError::not_found(Resource::Volume, id))?;
+            let v = self.volume(id)?;
             if let Some(g) = &v.group_id {
                 if !g.starts_with(HELPER_GROUP_PREFIX) {
                     return Err(CloudError::GroupRefused(GroupRefusal::ForeignGroup {
@@ -237,9 +220,7 @@ impl State {
 
     fn start_deleting_group_snapshot(&mut self, id: &str) -> CloudResult<()> {
         self.enter(Op::GroupSnapshotDelete)?;
-        let g = self
-            .observe_group_snapshot(id)
-            .ok_or_else(|| CloudError::not_found(Resource::GroupSnapshot, id))?;
+        let g = self.group_snapshot(id)?;
         let members: Vec<&str> = g.members.iter().map(|m| m.id.as_str()).collect();
         let restoring = self.restoring(CopyKind::Snapshot, &members);
         model::delete_group_snapshot(&PROFILE, id, &g.status, restoring).map_err(refused)?;
@@ -259,6 +240,12 @@ impl State {
             });
         }
         Ok(())
+    }
+
+    /// Observe group snapshot `id`, or NotFound.
+    fn group_snapshot(&mut self, id: &str) -> CloudResult<GroupSnapshot> {
+        self.observe_group_snapshot(id)
+            .ok_or_else(|| CloudError::not_found(Resource::GroupSnapshot, id))
     }
 
     /// Observe a group snapshot: settle or advance its transition (and its members').

@@ -33,9 +33,7 @@ impl Servers for FakeCloud {
             return Err(CloudError::not_found(Resource::Server, server_id));
         };
         let zone = server.availability_zone.clone().unwrap_or_default();
-        let v = s
-            .observe_volume(volume_id)
-            .ok_or_else(|| CloudError::not_found(Resource::Volume, volume_id))?;
+        let v = s.volume(volume_id)?;
         model::attach(&PROFILE, &v, server_id, &zone, multiattach).map_err(refused)?;
         // Next free virtio letter on this server: /dev/vdb, /dev/vdc, ...
         let used = s
@@ -64,9 +62,7 @@ impl Servers for FakeCloud {
         if !s.servers.contains_key(server_id) {
             return Err(CloudError::not_found(Resource::Server, server_id));
         }
-        let v = s
-            .observe_volume(volume_id)
-            .ok_or_else(|| CloudError::not_found(Resource::Volume, volume_id))?;
+        let v = s.volume(volume_id)?;
         model::detach(&v, server_id).map_err(refused)?;
         let pending = s.pending(VolumeAction::Detached {
             server: server_id.to_string(),

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use crate::cloud::{
     Attachment, Capacity, CloudError, CloudResult, CopyKind, CopyStatus, Op, Page, PageRequest,
-    RequestId, Server, Volume, VolumeCopy, VolumeStatus, VolumeType, GIB,
+    RequestId, Resource, Server, Volume, VolumeCopy, VolumeStatus, VolumeType, GIB,
 };
 
 /// Default number of observations an object stays in a transitional state.
@@ -219,6 +219,18 @@ impl State {
     }
 
     // ---- observation: a read moves pending transitions forward ---------------------------
+
+    /// Observe volume `id`, or NotFound: what every operation on a volume starts with.
+    pub fn volume(&mut self, id: &str) -> CloudResult<Volume> {
+        self.observe_volume(id)
+            .ok_or_else(|| CloudError::not_found(Resource::Volume, id))
+    }
+
+    /// Observe snapshot or backup `id`, or NotFound.
+    pub fn copy(&mut self, kind: CopyKind, id: &str) -> CloudResult<VolumeCopy> {
+        self.observe_copy(kind, id)
+            .ok_or_else(|| CloudError::not_found(kind.resource(), id))
+    }
 
     /// Observe a volume: settle or advance its transition. `None` when it does not exist.
     pub fn observe_volume(&mut self, id: &str) -> Option<Volume> {

@@ -26,8 +26,7 @@ impl Volumes for FakeCloud {
     async fn get_volume(&self, id: &str) -> CloudResult<Volume> {
         let mut s = self.lock();
         s.enter(Op::VolumeGet)?;
-        s.observe_volume(id)
-            .ok_or_else(|| CloudError::not_found(Resource::Volume, id))
+        s.volume(id)
     }
 
     async fn list_volumes(
@@ -78,8 +77,7 @@ impl Volumes for FakeCloud {
     ) -> CloudResult<()> {
         let mut s = self.lock();
         s.enter(Op::VolumeMetadataUpdate)?;
-        s.observe_volume(id)
-            .ok_or_else(|| CloudError::not_found(Resource::Volume, id))?;
+        s.volume(id)?;
         if let Some(f) = s.volumes.get_mut(id) {
             f.volume.metadata.extend(pairs.clone());
         }
@@ -207,9 +205,7 @@ impl State {
 
     fn delete_volume(&mut self, id: &str, cascade: bool) -> CloudResult<()> {
         self.enter(Op::VolumeDelete)?;
-        let v = self
-            .observe_volume(id)
-            .ok_or_else(|| CloudError::not_found(Resource::Volume, id))?;
+        let v = self.volume(id)?;
         let snaps: Vec<String> = self
             .snapshots
             .values()
@@ -234,9 +230,7 @@ impl State {
 
     fn extend_volume(&mut self, id: &str, new_size_gib: u64, online: bool) -> CloudResult<()> {
         self.enter(Op::VolumeExtend)?;
-        let v = self
-            .observe_volume(id)
-            .ok_or_else(|| CloudError::not_found(Resource::Volume, id))?;
+        let v = self.volume(id)?;
         model::extend(&v, new_size_gib, online).map_err(refused)?;
         self.check_quota(new_size_gib - v.size_gib)?;
         let pending = self.pending(VolumeAction::Extended {
@@ -257,9 +251,7 @@ impl State {
         policy: MigrationPolicy,
     ) -> CloudResult<()> {
         self.enter(Op::VolumeRetype)?;
-        let v = self
-            .observe_volume(id)
-            .ok_or_else(|| CloudError::not_found(Resource::Volume, id))?;
+        let v = self.volume(id)?;
         let t = self
             .find_type(new_type)
             .cloned()

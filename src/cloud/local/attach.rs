@@ -130,12 +130,7 @@ impl Inner {
     ) -> CloudResult<ServerAttachment> {
         let server = self.get_server(server_id)?;
         let _ops = self.lock_ops();
-        let mut rec = self
-            .read()
-            .volumes
-            .get(volume_id)
-            .cloned()
-            .ok_or_else(|| CloudError::not_found(Resource::Volume, volume_id))?;
+        let mut rec = self.read().volume(volume_id)?.clone();
         let zone = server.availability_zone.as_deref().unwrap_or_default();
         model::attach(&PROFILE, &rec.to_volume(), server_id, zone, multiattach).map_err(refused)?;
         let file = self.layout.data(Kind::Volume, volume_id);
@@ -193,12 +188,7 @@ impl Inner {
     pub(super) fn detach_volume(&self, server_id: &str, volume_id: &str) -> CloudResult<()> {
         self.get_server(server_id)?;
         let _ops = self.lock_ops();
-        let mut rec = self
-            .read()
-            .volumes
-            .get(volume_id)
-            .cloned()
-            .ok_or_else(|| CloudError::not_found(Resource::Volume, volume_id))?;
+        let mut rec = self.read().volume(volume_id)?.clone();
         model::detach(&rec.to_volume(), server_id).map_err(refused)?;
         let Some(pos) = rec
             .attachments

@@ -1,4 +1,4 @@
-//! Making and deleting backups: like snapshots, kept under `backups/`, independent of their volume (a volume with
+//! Making backups: like snapshots, kept under `backups/`, independent of their volume (a volume with
 //! backups can be deleted, as in Cinder), optionally taken from one of its snapshots.
 
 use std::path::PathBuf;
@@ -6,16 +6,10 @@ use std::path::PathBuf;
 use super::backend::Inner;
 use super::data::{self, Source};
 use super::records::{self, CopyRecord, RECORD_VERSION};
-use super::rules::{refused, PROFILE};
+use super::rules::refused;
 use super::store::Kind;
 use crate::cloud::model;
-use crate::cloud::{
-    CloudError, CloudResult, CopyKind, CopyStatus, NewBackup, Resource, VolumeCopy,
-};
-
-fn not_found(id: &str) -> CloudError {
-    CloudError::not_found(Resource::Backup, id)
-}
+use crate::cloud::{CloudResult, CopyKind, CopyStatus, NewBackup, VolumeCopy};
 
 impl Inner {
     pub(super) fn create_backup(&self, req: &NewBackup) -> CloudResult<VolumeCopy> {
@@ -58,15 +52,9 @@ impl Inner {
     /// Size, data file and (for an attached volume) loop device to back up. Call with `ops`.
     fn backup_source(&self, req: &NewBackup) -> CloudResult<(u64, PathBuf, Option<PathBuf>)> {
         let st = self.read();
-        let v = st
-            .volumes
-            .get(&req.volume_id)
-            .ok_or_else(|| CloudError::not_found(Resource::Volume, &req.volume_id))?;
+        let v = st.volume(&req.volume_id)?;
         if let Some(sid) = &req.snapshot_id {
-            let s = st
-                .snapshots
-                .get(sid)
-                .ok_or_else(|| CloudError::not_found(Resource::Snapshot, sid))?;
+            let s = st.copy(CopyKind::Snapshot, sid)?;
             model::backup_from_snapshot(&req.volume_id, &s.to_copy(CopyKind::Snapshot))
                 .map_err(refused)?;
             return Ok((s.size_gib, self.layout.data(Kind::Snapshot, sid), None));
@@ -74,19 +62,5 @@ impl Inner {
         model::backup_volume(&v.to_volume(), req.force).map_err(refused)?;
         let dev = v.attachments.first().map(|a| PathBuf::from(&a.device));
         Ok((v.size_gib, self.layout.data(Kind::Volume, &v.id), dev))
-    }
-
-    pub(super) fn delete_backup(&self, id: &str) -> CloudResult<()> {
-        let _ops = self.lock_ops();
-        let mut rec = {
-            let st = self.read();
-            let b = st.backups.get(id).ok_or_else(|| not_found(id))?;
-            let uses = st.copy_uses(CopyKind::Backup, id);
-            model::delete_backup(&PROFILE, &b.to_copy(CopyKind::Backup), uses).map_err(refused)?;
-            b.clone()
-        };
-        rec.status = CopyStatus::Deleting.as_str().to_string();
-        self.put_copy(Kind::Backup, rec)?;
-        self.drop_object(Kind::Backup, id)
     }
 }

@@ -1,6 +1,7 @@
 //! Snapshots and backups: sparse copies of a volume's file, kept under `snapshots/` and
-//! `backups/`. Reading, listing and waiting are the same for both; making and deleting one
-//! follow Cinder's different rules (snapshots.rs, backups.rs) and run on the blocking pool.
+//! `backups/`. Reading, listing, waiting and deleting are the same for both (deleting by its
+//! kind's rule); making one differs (snapshots.rs, backups.rs). Mutations run on the blocking
+//! pool.
 
 use async_trait::async_trait;
 use tokio::time::Instant;
@@ -9,11 +10,13 @@ use super::backend::{Inner, LocalCloud, PACE};
 use super::data;
 use super::paging::paginate;
 use super::records::CopyRecord;
+use super::rules::{refused, PROFILE};
 use super::store::Kind;
+use crate::cloud::model;
 use crate::cloud::poll::{poll, Look};
 use crate::cloud::{
-    CloudError, CloudResult, Copies, CopyFilter, CopyKind, CopyWait, NewBackup, NewSnapshot, Page,
-    PageRequest, VolumeCopy,
+    CloudError, CloudResult, Copies, CopyFilter, CopyKind, CopyStatus, CopyWait, NewBackup,
+    NewSnapshot, Page, PageRequest, VolumeCopy,
 };
 
 #[async_trait]
@@ -35,12 +38,7 @@ impl Copies for LocalCloud {
     }
 
     async fn get_copy(&self, kind: CopyKind, id: &str) -> CloudResult<VolumeCopy> {
-        self.inner()?
-            .read()
-            .copies(kind)
-            .get(id)
-            .map(|r| r.to_copy(kind))
-            .ok_or_else(|| CloudError::not_found(kind.resource(), id))
+        Ok(self.inner()?.read().copy(kind, id)?.to_copy(kind))
     }
 
     async fn list_copies(
@@ -63,11 +61,8 @@ impl Copies for LocalCloud {
 
     async fn delete_copy(&self, kind: CopyKind, id: &str) -> CloudResult<()> {
         let id = id.to_string();
-        self.blocking(move |inner| match kind {
-            CopyKind::Snapshot => inner.delete_snapshot(&id),
-            CopyKind::Backup => inner.delete_backup(&id),
-        })
-        .await
+        self.blocking(move |inner| inner.delete_copy(kind, &id))
+            .await
     }
 
     async fn wait_copy(
@@ -95,6 +90,22 @@ impl Copies for LocalCloud {
 }
 
 impl Inner {
+    /// Delete a snapshot or a backup: marked `deleting` first, so a crash half way leaves
+    /// what another delete finishes.
+    pub(super) fn delete_copy(&self, kind: CopyKind, id: &str) -> CloudResult<()> {
+        let _ops = self.lock_ops();
+        let mut rec = {
+            let st = self.read();
+            let c = st.copy(kind, id)?;
+            let uses = st.copy_uses(kind, id);
+            model::delete_copy(&PROFILE, &c.to_copy(kind), uses).map_err(refused)?;
+            c.clone()
+        };
+        rec.status = CopyStatus::Deleting.as_str().to_string();
+        self.put_copy(Kind::from(kind), rec)?;
+        self.drop_object(Kind::from(kind), id)
+    }
+
     /// Mark a copy `available` (with its real size) or `error`. Takes `ops`.
     pub(super) fn finish_copy(
         &self,

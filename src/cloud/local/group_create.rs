@@ -21,7 +21,7 @@ use super::store::Kind;
 use crate::cloud::model;
 use crate::cloud::{
     CloudError, CloudResult, CopyKind, CopyStatus, GroupRefusal, GroupSnapshot, NewGroupSnapshot,
-    Resource, Unfreezable,
+    Unfreezable,
 };
 
 /// One member to copy.
@@ -107,10 +107,7 @@ impl Inner {
         volume_ids
             .iter()
             .map(|id| {
-                let v = st
-                    .volumes
-                    .get(id)
-                    .ok_or_else(|| CloudError::not_found(Resource::Volume, id))?;
+                let v = st.volume(id)?;
                 model::group_member(&v.to_volume()).map_err(refused)?;
                 Ok(Member {
                     snapshot_id: uuid::Uuid::new_v4().to_string(),

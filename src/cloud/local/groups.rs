@@ -16,7 +16,7 @@ use crate::cloud::model;
 use crate::cloud::poll::{poll, Look};
 use crate::cloud::{
     CloudError, CloudResult, CopyKind, CopyStatus, CopyWait, GroupSnapshot, GroupSnapshots,
-    NewGroupSnapshot, Resource, Verdict, Volume,
+    NewGroupSnapshot, Resource, Volume,
 };
 
 /// The group type of this backend: its group snapshots are write-order consistent.
@@ -145,19 +145,7 @@ impl GroupSnapshots for LocalCloud {
             PACE,
             || async move {
                 let g = self.inner()?.group_snapshot(id)?;
-                let verdict = if g.status.is_error() {
-                    Verdict::Fail(CloudError::ErrorState {
-                        resource: Resource::GroupSnapshot,
-                        id: id.to_string(),
-                        status: g.status.to_string(),
-                        reason: None,
-                    })
-                } else if *until == CopyWait::Available && g.status == CopyStatus::Available {
-                    Verdict::Done
-                } else {
-                    Verdict::Continue
-                };
-                let status = g.status.clone();
+                let (verdict, status) = (until.group_verdict(id, &g.status), g.status.clone());
                 Look::judged(verdict, g, status)
             },
         )

@@ -1,4 +1,4 @@
-//! Making and deleting snapshots: sparse copies of a volume's file under `snapshots/`.
+//! Making snapshots: sparse copies of a volume's file under `snapshots/`.
 
 use std::path::PathBuf;
 
@@ -8,13 +8,7 @@ use super::records::{self, CopyRecord, RECORD_VERSION};
 use super::rules::{refused, PROFILE};
 use super::store::Kind;
 use crate::cloud::model;
-use crate::cloud::{
-    CloudError, CloudResult, CopyKind, CopyStatus, NewSnapshot, Resource, VolumeCopy,
-};
-
-fn not_found(id: &str) -> CloudError {
-    CloudError::not_found(Resource::Snapshot, id)
-}
+use crate::cloud::{CloudResult, CopyKind, CopyStatus, NewSnapshot, VolumeCopy};
 
 impl Inner {
     pub(super) fn create_snapshot(&self, req: &NewSnapshot) -> CloudResult<VolumeCopy> {
@@ -22,10 +16,7 @@ impl Inner {
             let _ops = self.lock_ops();
             let (size_gib, device) = {
                 let st = self.read();
-                let v = st
-                    .volumes
-                    .get(&req.volume_id)
-                    .ok_or_else(|| CloudError::not_found(Resource::Volume, &req.volume_id))?;
+                let v = st.volume(&req.volume_id)?;
                 // In-use volumes may be snapshotted (Cinder 3.66+ needs no `force` for that);
                 // the copy is crash-consistent, like a Cinder snapshot of an attached disk.
                 model::snapshot(&PROFILE, &v.to_volume(), req.force).map_err(refused)?;
@@ -62,20 +53,5 @@ impl Inner {
         );
         let rec = self.finish_copy(CopyKind::Snapshot, &rec.id, result)?;
         Ok(rec.to_copy(CopyKind::Snapshot))
-    }
-
-    pub(super) fn delete_snapshot(&self, id: &str) -> CloudResult<()> {
-        let _ops = self.lock_ops();
-        let mut rec = {
-            let st = self.read();
-            let s = st.snapshots.get(id).ok_or_else(|| not_found(id))?;
-            let uses = st.copy_uses(CopyKind::Snapshot, id);
-            model::delete_snapshot(&PROFILE, &s.to_copy(CopyKind::Snapshot), uses)
-                .map_err(refused)?;
-            s.clone()
-        };
-        rec.status = CopyStatus::Deleting.as_str().to_string();
-        self.put_copy(Kind::Snapshot, rec)?;
-        self.drop_object(Kind::Snapshot, id)
     }
 }

@@ -9,7 +9,7 @@ use super::records::VolumeRecord;
 use super::rules::refused;
 use super::store::Kind;
 use crate::cloud::model;
-use crate::cloud::{CloudError, CloudResult, CopyKind, NewVolume, Resource, VolumeSource};
+use crate::cloud::{CloudResult, CopyKind, NewVolume, VolumeSource};
 
 impl Inner {
     /// Check the content source and note it in `rec`; returns the file to copy and, for an
@@ -39,10 +39,7 @@ impl Inner {
         };
         match source {
             VolumeSource::Snapshot(id) => {
-                let s = st
-                    .snapshots
-                    .get(id)
-                    .ok_or_else(|| CloudError::not_found(Resource::Snapshot, id))?;
+                let s = st.copy(CopyKind::Snapshot, id)?;
                 model::restore_from(&s.to_copy(CopyKind::Snapshot), req.size_gib)
                     .map_err(refused)?;
                 let zone = st.volumes.get(&s.volume_id).map(|v| &v.availability_zone);
@@ -51,10 +48,7 @@ impl Inner {
                 Ok(Some((self.layout.data(Kind::Snapshot, id), None)))
             }
             VolumeSource::Volume(id) => {
-                let v = st
-                    .volumes
-                    .get(id)
-                    .ok_or_else(|| CloudError::not_found(Resource::Volume, id))?;
+                let v = st.volume(id)?;
                 model::clone_from(&v.to_volume(), req.size_gib).map_err(refused)?;
                 same_zone(rec, "source volume", id, Some(&v.availability_zone))?;
                 rec.source_volume_id = Some(id.clone());
@@ -62,10 +56,7 @@ impl Inner {
                 Ok(Some((self.layout.data(Kind::Volume, id), dev)))
             }
             VolumeSource::Backup(id) => {
-                let b = st
-                    .backups
-                    .get(id)
-                    .ok_or_else(|| CloudError::not_found(Resource::Backup, id))?;
+                let b = st.copy(CopyKind::Backup, id)?;
                 model::restore_from(&b.to_copy(CopyKind::Backup), req.size_gib).map_err(refused)?;
                 rec.backup_id = Some(id.clone());
                 Ok(Some((self.layout.data(Kind::Backup, id), None)))

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::records::{CopyRecord, GroupRecord, VolumeRecord};
-use crate::cloud::CopyKind;
+use crate::cloud::{CloudError, CloudResult, CopyKind, Resource};
 
 #[derive(Default)]
 pub(super) struct State {
@@ -19,5 +19,19 @@ impl State {
             CopyKind::Snapshot => &self.snapshots,
             CopyKind::Backup => &self.backups,
         }
+    }
+
+    /// Volume `id`'s record, or NotFound: what every operation on a volume starts with.
+    pub(super) fn volume(&self, id: &str) -> CloudResult<&VolumeRecord> {
+        self.volumes
+            .get(id)
+            .ok_or_else(|| CloudError::not_found(Resource::Volume, id))
+    }
+
+    /// Snapshot or backup `id`'s record, or NotFound.
+    pub(super) fn copy(&self, kind: CopyKind, id: &str) -> CloudResult<&CopyRecord> {
+        self.copies(kind)
+            .get(id)
+            .ok_or_else(|| CloudError::not_found(kind.resource(), id))
     }
 }

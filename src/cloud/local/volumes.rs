@@ -22,10 +22,6 @@ use crate::cloud::{
     VolumeFilter, VolumeStatus, VolumeWait, Volumes, GIB,
 };
 
-fn not_found(id: &str) -> CloudError {
-    CloudError::not_found(Resource::Volume, id)
-}
-
 #[async_trait]
 impl Volumes for LocalCloud {
     async fn create_volume(&self, req: &NewVolume) -> CloudResult<Volume> {
@@ -34,12 +30,7 @@ impl Volumes for LocalCloud {
     }
 
     async fn get_volume(&self, id: &str) -> CloudResult<Volume> {
-        self.inner()?
-            .read()
-            .volumes
-            .get(id)
-            .map(VolumeRecord::to_volume)
-            .ok_or_else(|| not_found(id))
+        Ok(self.inner()?.read().volume(id)?.to_volume())
     }
 
     async fn list_volumes(
@@ -109,15 +100,11 @@ impl Volumes for LocalCloud {
         let inner = self.inner()?;
         poll(Resource::Volume, id, until.wanted(), deadline, PACE, || {
             // Gone: what a `Deleted` wait waits for, and the end of any other (the port's rule).
-            let look = match inner.read().volumes.get(id) {
-                None => Err(not_found(id)),
-                Some(rec) => {
-                    let v = rec.to_volume();
-                    let (verdict, status) =
-                        (until.verdict(&v, started.elapsed()), v.status.clone());
-                    Look::judged(verdict, v, status).map_err(|e| e.or_reason(&rec.error_reason))
-                }
-            };
+            let look = inner.read().volume(id).and_then(|rec| {
+                let v = rec.to_volume();
+                let (verdict, status) = (until.verdict(&v, started.elapsed()), v.status.clone());
+                Look::judged(verdict, v, status).map_err(|e| e.or_reason(&rec.error_reason))
+            });
             async move { look }
         })
         .await
@@ -172,12 +159,7 @@ impl Inner {
             req.size_gib * GIB,
         );
         let _ops = self.lock_ops();
-        let mut rec = self
-            .read()
-            .volumes
-            .get(&rec.id)
-            .cloned()
-            .ok_or_else(|| not_found(&rec.id))?;
+        let mut rec = self.read().volume(&rec.id)?.clone();
         match result {
             Ok(len) => {
                 rec.size_gib = data::gib_of(len);
@@ -197,7 +179,7 @@ impl Inner {
         let _ops = self.lock_ops();
         let (mut rec, snapshots) = {
             let st = self.read();
-            let v = st.volumes.get(id).ok_or_else(|| not_found(id))?;
+            let v = st.volume(id)?;
             let snapshots: Vec<String> = st
                 .snapshots
                 .values()
@@ -254,12 +236,7 @@ impl Inner {
         online: bool,
     ) -> CloudResult<()> {
         let _ops = self.lock_ops();
-        let mut rec = self
-            .read()
-            .volumes
-            .get(id)
-            .cloned()
-            .ok_or_else(|| not_found(id))?;
+        let mut rec = self.read().volume(id)?.clone();
         model::extend(&rec.to_volume(), new_size_gib, online).map_err(refused)?;
         self.check_fits(new_size_gib)?;
         let path = self.layout.data(Kind::Volume, id);
@@ -294,12 +271,7 @@ impl Inner {
         let _ops = self.lock_ops();
         let t = records::find_volume_type(new_type)
             .ok_or_else(|| CloudError::not_found(Resource::VolumeType, new_type))?;
-        let mut rec = self
-            .read()
-            .volumes
-            .get(id)
-            .cloned()
-            .ok_or_else(|| not_found(id))?;
+        let mut rec = self.read().volume(id)?.clone();
         model::retype(&rec.to_volume(), &t).map_err(refused)?;
         rec.volume_type = t.name;
         rec.multiattach = t.multiattach;
@@ -312,12 +284,7 @@ impl Inner {
         pairs: BTreeMap<String, String>,
     ) -> CloudResult<()> {
         let _ops = self.lock_ops();
-        let mut rec = self
-            .read()
-            .volumes
-            .get(id)
-            .cloned()
-            .ok_or_else(|| not_found(id))?;
+        let mut rec = self.read().volume(id)?.clone();
         rec.metadata.extend(pairs);
         self.put_volume(rec)
     }
