@@ -5,11 +5,11 @@ use std::path::PathBuf;
 
 use super::backend::Inner;
 use super::data::{self, Source};
-use super::records::{self, CopyRecord, RECORD_VERSION};
+use super::records::CopyRecord;
 use super::rules::refused;
 use super::store::Kind;
 use crate::cloud::model;
-use crate::cloud::{CloudResult, CopyKind, CopyStatus, NewBackup, VolumeCopy};
+use crate::cloud::{CloudResult, CopyKind, NewBackup, VolumeCopy};
 
 impl Inner {
     pub(super) fn create_backup(&self, req: &NewBackup) -> CloudResult<VolumeCopy> {
@@ -17,20 +17,12 @@ impl Inner {
         let (rec, file, device) = {
             let _ops = self.lock_ops();
             let (size_gib, file, device) = self.backup_source(req)?;
+            let id = uuid::Uuid::new_v4().to_string();
             let rec = CopyRecord {
-                version: RECORD_VERSION,
-                id: uuid::Uuid::new_v4().to_string(),
-                name: req.name.clone(),
-                description: req.description.clone(),
-                volume_id: req.volume_id.clone(),
                 snapshot_id: req.snapshot_id.clone(),
-                size_gib,
-                status: CopyStatus::Creating.as_str().to_string(),
-                error_reason: None,
                 metadata: req.metadata.clone(),
-                created_at_ms: records::now_ms(),
-                group_snapshot_id: None,
                 availability_zone: Some(zone),
+                ..CopyRecord::creating(id, &req.name, &req.description, &req.volume_id, size_gib)
             };
             self.put_copy(Kind::Backup, rec.clone())?;
             (rec, file, device)

@@ -67,19 +67,15 @@ impl Inner {
             self.put_copy(
                 Kind::Snapshot,
                 CopyRecord {
-                    version: RECORD_VERSION,
-                    id: m.snapshot_id.clone(),
-                    name: req.name.clone(),
-                    description: req.description.clone(),
-                    volume_id: m.volume_id.clone(),
-                    snapshot_id: None,
-                    size_gib,
-                    status: CopyStatus::Creating.as_str().into(),
-                    error_reason: None,
-                    metadata: Default::default(),
                     created_at_ms: group.created_at_ms,
                     group_snapshot_id: Some(group.id.clone()),
-                    availability_zone: None,
+                    ..CopyRecord::creating(
+                        m.snapshot_id.clone(),
+                        &req.name,
+                        &req.description,
+                        &m.volume_id,
+                        size_gib,
+                    )
                 },
             )?;
         }

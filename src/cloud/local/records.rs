@@ -174,6 +174,32 @@ pub struct CopyRecord {
 }
 
 impl CopyRecord {
+    /// A new snapshot or backup of `volume_id`, `creating` until its data is written; what
+    /// only some copies have (metadata, source snapshot, group, zone) the caller sets.
+    pub fn creating(
+        id: String,
+        name: &str,
+        description: &Option<String>,
+        volume_id: &str,
+        size_gib: u64,
+    ) -> Self {
+        Self {
+            version: RECORD_VERSION,
+            id,
+            name: name.to_string(),
+            description: description.clone(),
+            volume_id: volume_id.to_string(),
+            snapshot_id: None,
+            size_gib,
+            status: CopyStatus::Creating.as_str().to_string(),
+            error_reason: None,
+            metadata: BTreeMap::new(),
+            created_at_ms: now_ms(),
+            group_snapshot_id: None,
+            availability_zone: None,
+        }
+    }
+
     pub fn to_copy(&self, kind: CopyKind) -> VolumeCopy {
         VolumeCopy {
             kind,

@@ -4,11 +4,11 @@ use std::path::PathBuf;
 
 use super::backend::Inner;
 use super::data::{self, Source};
-use super::records::{self, CopyRecord, RECORD_VERSION};
+use super::records::CopyRecord;
 use super::rules::{refused, PROFILE};
 use super::store::Kind;
 use crate::cloud::model;
-use crate::cloud::{CloudResult, CopyKind, CopyStatus, NewSnapshot, VolumeCopy};
+use crate::cloud::{CloudResult, CopyKind, NewSnapshot, VolumeCopy};
 
 impl Inner {
     pub(super) fn create_snapshot(&self, req: &NewSnapshot) -> CloudResult<VolumeCopy> {
@@ -23,20 +23,10 @@ impl Inner {
                 let dev = v.attachments.first().map(|a| PathBuf::from(&a.device));
                 (v.size_gib, dev)
             };
+            let id = uuid::Uuid::new_v4().to_string();
             let rec = CopyRecord {
-                version: RECORD_VERSION,
-                id: uuid::Uuid::new_v4().to_string(),
-                name: req.name.clone(),
-                description: req.description.clone(),
-                volume_id: req.volume_id.clone(),
-                snapshot_id: None,
-                size_gib,
-                status: CopyStatus::Creating.as_str().to_string(),
-                error_reason: None,
                 metadata: req.metadata.clone(),
-                created_at_ms: records::now_ms(),
-                group_snapshot_id: None,
-                availability_zone: None,
+                ..CopyRecord::creating(id, &req.name, &req.description, &req.volume_id, size_gib)
             };
             self.put_copy(Kind::Snapshot, rec.clone())?;
             (rec, device)
