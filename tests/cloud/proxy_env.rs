@@ -4,15 +4,12 @@
 //! every host) is not used. Real binary; Keystone and the proxy are listeners here that record
 //! who connects.
 
-use crate::support::common;
+use crate::support::launch::Launch;
 
 use std::net::TcpListener;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-use common::{DieWithParent, Driver};
 
 /// A listener that counts connections (and drops them: the driver then sees an error).
 fn counting_listener() -> (u16, Arc<AtomicUsize>) {
@@ -44,28 +41,21 @@ fn all_proxy_is_not_used_for_keystone_on_loopback() {
     )
     .unwrap();
     let socket = tmp.path().join("csi.sock");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cinder-csi"));
-    cmd.args(["--mode=controller", "--cloud-name="])
+    let mut launch = Launch::new()
+        .args(["--mode=controller", "--cloud-name="])
         .arg(format!("--cloud-config={}", conf.display()))
-        .arg(format!("--endpoint=unix://{}", socket.display()));
+        .arg(format!("--endpoint=unix://{}", socket.display()))
+        .socket(&socket);
     for var in ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"] {
-        cmd.env_remove(var).env_remove(var.to_lowercase());
+        launch = launch.env_remove(var).env_remove(var.to_lowercase());
     }
     let proxy_url = format!("http://127.0.0.1:{proxy}");
-    let child = cmd
+    let mut driver = launch
         .env("ALL_PROXY", &proxy_url)
         .env("all_proxy", &proxy_url)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .die_with_parent()
-        .spawn()
-        .unwrap();
-    let driver = Driver {
-        child: Some(child),
-        socket,
-        dir: tmp,
-    };
+        .inherit_log_level()
+        .quiet()
+        .spawn();
     driver.wait_for_socket(Duration::from_secs(20));
     // The background cloud check authenticates at startup.
     let deadline = Instant::now() + Duration::from_secs(30);

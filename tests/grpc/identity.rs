@@ -1,13 +1,14 @@
 //! The real binary on a temp socket answers every Identity RPC through a tonic client.
 
 use crate::support::common;
+use crate::support::launch::Launch;
 
 use cinder_csi::server::csi::pb::identity_client::IdentityClient;
 use cinder_csi::server::csi::pb::plugin_capability::{self, service};
 use cinder_csi::server::csi::pb::{
     GetPluginCapabilitiesRequest, GetPluginInfoRequest, ProbeRequest,
 };
-use common::{http_get, DieWithParent, Driver};
+use common::{http_get, Driver};
 
 fn node_args(dir: &std::path::Path) -> Vec<String> {
     vec![
@@ -234,7 +235,6 @@ async fn probe_is_ok_and_fast_while_the_cloud_is_down() {
 async fn upstream_manifest_invocation_works_and_warns() {
     use cinder_csi::server::csi::pb::node_client::NodeClient;
     use cinder_csi::server::csi::pb::NodeGetInfoRequest;
-    use std::process::{Command, Stdio};
 
     let tmp = tempfile::tempdir().unwrap();
     let socket = tmp.path().join("csi/csi.sock");
@@ -245,7 +245,7 @@ async fn upstream_manifest_invocation_works_and_warns() {
     let log = tmp.path().join("stderr.log");
     let local = format!("--local-dir={}", tmp.path().join("local").display());
     let kubelet = format!("--kubelet-dir={}", tmp.path().display());
-    let child = Command::new(env!("CARGO_BIN_EXE_cinder-csi"))
+    let launch = Launch::new()
         .args([
             "/bin/cinder-csi-plugin",
             "-v=2",
@@ -256,20 +256,13 @@ async fn upstream_manifest_invocation_works_and_warns() {
             &local,
             &kubelet,
         ])
+        .socket(&socket)
         .env("CSI_ENDPOINT", &endpoint)
         .env("NODE_ID", "k8s-node-1")
         .env_remove("CINDER_CSI_NODE_ID")
-        .stdin(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .die_with_parent()
-        .spawn()
-        .unwrap();
-    let driver = common::Driver {
-        child: Some(child),
-        socket: socket.clone(),
-        dir: tmp,
-    };
-    driver.wait_for_socket(std::time::Duration::from_secs(10));
+        .inherit_log_level()
+        .log(&log);
+    let driver = common::Driver::launch(tmp, launch);
     let mut node = NodeClient::new(driver.channel().await);
     let info = node
         .node_get_info(NodeGetInfoRequest {})

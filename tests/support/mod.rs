@@ -1,5 +1,6 @@
 //! The integration tests' one support library: each test binary includes it
 //! (`#[path = "../support/mod.rs"] mod support;`) and uses the parts it needs.
+//! - `launch`: the one way a test starts the real `cinder-csi` as a server ([`launch::Launch`]);
 //! - `common`: the real `cinder-csi` binary on a temp socket and a gRPC client to it;
 //! - `caps`: the VolumeCapability builders;
 //! - `blockdev`: loop-backed block devices for the node tests;
@@ -20,6 +21,7 @@ pub mod doctor_support;
 pub mod faults;
 pub mod faults_cloud;
 pub mod kube_api_support;
+pub mod launch;
 pub mod local_rig;
 pub mod openstack_support;
 pub mod seq_writer;

@@ -226,7 +226,7 @@ impl NodeEnv {
     pub fn kill9(&mut self) {
         let mut driver = self.driver.take().expect("the driver is not running");
         let mut child = driver.child.take().expect("running");
-        let tree = stop_tree(child.id() as i32);
+        let tree = stop_tree(child.pid() as i32);
         for pid in &tree {
             let _ = nix::sys::signal::kill(
                 nix::unistd::Pid::from_raw(*pid),

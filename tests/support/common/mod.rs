@@ -3,16 +3,15 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tonic::transport::Channel;
 
-pub use super::die_with_parent::DieWithParent;
+use super::launch::{Launch, Running};
 
 /// A running driver process; killed (SIGKILL) on drop unless already stopped.
 pub struct Driver {
-    pub child: Option<Child>,
+    pub child: Option<Running>,
     pub socket: PathBuf,
     pub dir: tempfile::TempDir,
 }
@@ -38,37 +37,21 @@ impl Driver {
         args: &[&str],
         envs: &[(&str, &std::ffi::OsStr)],
     ) -> Driver {
-        let child = Command::new(env!("CARGO_BIN_EXE_cinder-csi"))
-            .args(args)
-            .envs(envs.iter().copied())
-            .arg("--endpoint")
-            .arg(format!("unix://{}", socket.display()))
-            .env("CINDER_CSI_LOG_LEVEL", "cinder_csi=debug,info")
-            .stdin(Stdio::null())
-            .die_with_parent()
-            .spawn()
-            .expect("spawn cinder-csi");
-        let driver = Driver {
-            child: Some(child),
-            socket,
-            dir,
-        };
-        driver.wait_for_socket(Duration::from_secs(10));
-        driver
+        let launch = envs
+            .iter()
+            .fold(Launch::new().args(args), |l, (k, v)| l.env(k, v));
+        Self::launch(dir, launch.endpoint(&socket))
     }
 
-    pub fn wait_for_socket(&self, timeout: Duration) {
-        let until = Instant::now() + timeout;
-        while Instant::now() < until {
-            if std::os::unix::net::UnixStream::connect(&self.socket).is_ok() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(2));
+    /// Spawn `launch` (whose socket is in `dir`) and wait until its socket accepts.
+    pub fn launch(dir: tempfile::TempDir, launch: Launch) -> Driver {
+        let mut running = launch.spawn();
+        running.wait_for_socket(Duration::from_secs(10));
+        Driver {
+            socket: running.socket().to_path_buf(),
+            child: Some(running),
+            dir,
         }
-        panic!(
-            "driver did not listen on {} within {timeout:?}",
-            self.socket.display()
-        );
     }
 
     pub fn endpoint(&self) -> String {
@@ -82,27 +65,18 @@ impl Driver {
     }
 
     pub fn pid(&self) -> i32 {
-        self.child.as_ref().expect("running").id() as i32
+        self.child.as_ref().expect("running").pid() as i32
     }
 
     /// Send a signal and wait for the process to exit; returns its exit status.
     pub fn signal_and_wait(&mut self, sig: nix::sys::signal::Signal) -> std::process::ExitStatus {
         let mut child = self.child.take().expect("running");
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
+        child.signal(sig);
         child.wait().expect("wait")
     }
 
     pub fn path(&self) -> &Path {
         self.dir.path()
-    }
-}
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! Driver processes the tests spawn end with the test process: the kernel sends them SIGTERM
 //! when the spawning thread dies (a test process killed by a signal, or aborted, runs no
 //! `Drop`), so no driver is orphaned holding sockets, mounts or loop devices.
-//! Included by `tests/common` and `tests/openstack_support`.
+//! Set by `launch`, the one launcher of the driver.
 
 use std::os::unix::process::CommandExt;
 use std::process::Command;
