@@ -8,11 +8,11 @@
 //! A holder told to stop keeps serving its standby until its drain is over (it holds the lock
 //! until then). Needs root (the rig's cleanup).
 
+use crate::support::launch::{Launch, Running};
 use crate::support::local_rig;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cinder_csi::server::csi::pb;
@@ -22,8 +22,7 @@ use tonic::Code;
 
 /// One `cinder-csi serve --mode controller` on the rig's state directory; killed on drop.
 struct Replica {
-    child: Child,
-    log: PathBuf,
+    child: Running,
     client: Client,
 }
 
@@ -33,44 +32,18 @@ impl Replica {
     }
 
     async fn start_with(rig: &Rig, name: &'static str, extra: &[&str]) -> Replica {
-        let log = rig.dir.join(format!("{name}.log"));
-        let out = std::fs::File::create(&log).unwrap();
-        let endpoint = format!("unix://{}", rig.dir.join(format!("{name}.sock")).display());
-        let mut child = Command::new(env!("CARGO_BIN_EXE_cinder-csi"))
+        let mut child = Launch::new()
             .args(["serve", "--mode", "controller", "--backend", "local"])
-            .args(["--node-id", NODE, "--endpoint", &endpoint])
+            .args(["--node-id", NODE])
+            .endpoint(&rig.dir.join(format!("{name}.sock")))
             .arg("--local-dir")
             .arg(rig.dir.join("state"))
             .args(extra)
-            .env("CINDER_CSI_LOG_LEVEL", "cinder_csi=debug,info")
-            .stdin(Stdio::null())
-            .stdout(out.try_clone().unwrap())
-            .stderr(out)
-            .spawn()
-            .unwrap();
+            .log(&rig.dir.join(format!("{name}.log")))
+            .spawn();
         // Identity answers on a standby too (the livenessprobe and sidecars ask it).
-        let until = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Ok(client) = Client::connect(&endpoint, Duration::from_secs(60)).await {
-                if client
-                    .identity()
-                    .probe(client.req(pb::ProbeRequest {}))
-                    .await
-                    .is_ok()
-                {
-                    return Replica { child, log, client };
-                }
-            }
-            if let Some(status) = child.try_wait().unwrap() {
-                panic!("{name} exited ({status}):\n{}", read(&log));
-            }
-            assert!(
-                Instant::now() < until,
-                "{name} not serving:\n{}",
-                read(&log)
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        let client = child.wait_for_probe(Duration::from_secs(20)).await;
+        Replica { child, client }
     }
 
     async fn create(&self, name: &str) -> Result<pb::Volume, tonic::Status> {
@@ -99,24 +72,12 @@ impl Replica {
     }
 
     fn log(&self) -> String {
-        read(&self.log)
+        self.child.log()
     }
 
     fn kill9(&mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
+        self.child.kill9();
     }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn read(log: &Path) -> String {
-    std::fs::read_to_string(log).unwrap_or_default()
 }
 
 /// Every regular file under the state directory but the lock, with its bytes.
@@ -266,7 +227,7 @@ async fn the_holder_serves_its_standbys_until_its_drain_ends() {
         c.controller().controller_publish_volume(c.req(req)).await
     });
     wait_log(&first, "attach delayed").await;
-    let pid = nix::unistd::Pid::from_raw(first.child.id() as i32);
+    let pid = nix::unistd::Pid::from_raw(first.child.pid() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
     wait_log(&first, "draining in-flight RPCs").await;
 

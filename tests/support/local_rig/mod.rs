@@ -7,19 +7,20 @@
 use std::collections::HashMap;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cinder_csi::cloud::local::loopdev;
 use cinder_csi::server::csi::pb;
 use cinder_csi::tools::ctl::Client;
+
+use super::launch::{Launch, Running};
 
 pub const NODE: &str = "rig-node";
 pub const GIB: i64 = 1 << 30;
 
 pub struct Rig {
     pub dir: PathBuf,
-    child: Option<Child>,
+    child: Option<Running>,
     _tmp: tempfile::TempDir,
 }
 
@@ -49,24 +50,11 @@ impl Rig {
     /// Start the driver and wait until it answers Probe.
     pub async fn start(&mut self) -> Client {
         assert!(self.child.is_none(), "already running");
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.join("driver.log"))
-            .unwrap();
         // `CINDER_CSI_RIG_WRAPPER` (e.g. `heaptrack -o /var/tmp/soak`): a command the driver
         // runs under, for profiling a soak; `pid()` then names the driver, not the wrapper.
         let wrapper = std::env::var("CINDER_CSI_RIG_WRAPPER").unwrap_or_default();
-        let mut words = wrapper.split_whitespace();
-        let mut cmd = match words.next() {
-            Some(program) => {
-                let mut c = Command::new(program);
-                c.args(words).arg(env!("CARGO_BIN_EXE_cinder-csi"));
-                c
-            }
-            None => Command::new(env!("CARGO_BIN_EXE_cinder-csi")),
-        };
-        let child = cmd
+        let mut child = Launch::new()
+            .wrapper(&wrapper)
             .args([
                 "serve",
                 "--mode",
@@ -80,65 +68,27 @@ impl Rig {
             .arg(self.dir.join("state"))
             .arg("--kubelet-dir")
             .arg(self.dir.join("kubelet"))
-            .args(["--endpoint", &self.endpoint()])
-            .env("CINDER_CSI_LOG_LEVEL", "cinder_csi=debug,info")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap();
+            .endpoint(&self.dir.join("csi.sock"))
+            .log_appending(&self.dir.join("driver.log"))
+            .spawn();
+        let client = child.wait_for_probe(Duration::from_secs(20)).await;
         self.child = Some(child);
-        let until = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Ok(c) = Client::connect(&self.endpoint(), Duration::from_secs(60)).await {
-                if c.identity().probe(c.req(pb::ProbeRequest {})).await.is_ok() {
-                    return c;
-                }
-            }
-            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
-                panic!("driver exited ({status}):\n{}", self.log());
-            }
-            assert!(Instant::now() < until, "driver not ready:\n{}", self.log());
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        client
     }
 
     /// The driver's pid, while it runs (under a wrapper: the descendant running the driver).
     pub fn pid(&self) -> Option<u32> {
-        let top = self.child.as_ref()?.id();
-        let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_cinder-csi")).ok();
-        let mut todo = vec![top];
-        while let Some(pid) = todo.pop() {
-            if std::fs::read_link(format!("/proc/{pid}/exe")).ok() == exe {
-                return Some(pid);
-            }
-            let kids = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-                .unwrap_or_default();
-            todo.extend(
-                kids.split_whitespace()
-                    .filter_map(|k| k.parse::<u32>().ok()),
-            );
-        }
-        Some(top)
+        Some(self.child.as_ref()?.pid())
     }
 
     /// kill -9: no shutdown code runs.
     pub fn kill9(&mut self) {
-        let mut child = self.child.take().expect("running");
-        child.kill().unwrap();
-        child.wait().unwrap();
+        self.child.take().expect("running").kill9();
     }
 
     /// SIGTERM; returns whether it exited 0.
     pub fn stop(&mut self) -> bool {
-        let pid = self.pid().expect("running");
-        let mut child = self.child.take().expect("running");
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        )
-        .unwrap();
-        child.wait().unwrap().success()
+        self.child.take().expect("running").stop().success()
     }
 
     pub fn log(&self) -> String {
@@ -196,16 +146,7 @@ impl Rig {
 
 impl Drop for Rig {
     fn drop(&mut self) {
-        if let Some(pid) = self.pid() {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid as i32),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        drop(self.child.take());
         let mut mounts = self.mounts();
         mounts.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
         for m in mounts {
