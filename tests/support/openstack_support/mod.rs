@@ -9,14 +9,14 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use cinder_csi::server::csi::pb;
 use serde_json::Value;
 use tonic::transport::{Channel, Endpoint, Uri};
 
-pub use super::die_with_parent::DieWithParent;
+use super::launch::{Launch, Running, LOG_LEVEL};
 pub mod requests;
 
 pub const ENV_VAR: &str = "CINDER_CSI_OSTACK_ENV";
@@ -186,7 +186,7 @@ pub fn parse_env_file(text: &str) -> BTreeMap<String, String> {
 
 /// The real `cinder-csi` binary serving against the cloud as one node; killed on drop.
 pub struct Driver {
-    child: Child,
+    child: Running,
     pub socket: PathBuf,
     pub log: PathBuf,
 }
@@ -219,9 +219,7 @@ impl Driver {
     ) -> Driver {
         let socket = dir.join("csi.sock");
         let log = dir.join("cinder-csi.log");
-        // One open file for both streams: two would each write from offset 0 over the other.
-        let out = std::fs::File::create(&log).expect("driver log");
-        let child = Command::new(env!("CARGO_BIN_EXE_cinder-csi"))
+        let child = Launch::new()
             .args([
                 "--mode",
                 "all",
@@ -230,8 +228,7 @@ impl Driver {
                 "--cluster",
                 "ostack-test",
             ])
-            .arg("--endpoint")
-            .arg(format!("unix://{}", socket.display()))
+            .endpoint(&socket)
             .arg("--cloud-config")
             .arg(conf)
             .arg("--by-id-dir")
@@ -240,33 +237,19 @@ impl Driver {
             .arg(cloud.node(node, "METADATA_URL"))
             .arg("--kubelet-dir")
             .arg(kubelet)
-            .args(["--log-level", "cinder_csi=debug,info"])
+            .args(["--log-level", LOG_LEVEL])
             .args(extra)
-            .stdin(Stdio::null())
-            .stdout(out.try_clone().expect("driver log"))
-            .stderr(out)
-            .die_with_parent()
-            .spawn()
-            .expect("start cinder-csi");
+            .inherit_log_level()
+            .log(&log)
+            .spawn();
         Driver { child, socket, log }
     }
 
     /// A CSI client on the driver's socket, once the socket accepts connections.
     pub async fn connect(&mut self) -> Channel {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait cinder-csi") {
-                panic!("cinder-csi exited ({status}):\n{}", self.log_tail());
-            }
-            if tokio::net::UnixStream::connect(&self.socket).await.is_ok() {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "cinder-csi did not bind its socket"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        self.child
+            .wait_for_socket_async(Duration::from_secs(30))
+            .await;
         let path = self.socket.clone();
         Endpoint::try_from("http://csi.invalid")
             .expect("endpoint")
@@ -282,37 +265,25 @@ impl Driver {
     }
 
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.child.pid()
     }
 
     /// kill -9: no shutdown code runs (what an OOM kill or a node failure does to the pod).
     pub fn kill9(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.child.kill9();
     }
 
     pub fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(40)..].join("\n")
+        self.child.log_tail(40)
     }
 }
 
 impl Drop for Driver {
     fn drop(&mut self) {
-        // Not when already reaped (kill9): its pid may belong to someone else by now.
-        if !matches!(self.child.try_wait(), Ok(Some(_))) {
-            let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = self.child.try_wait() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+        // Not when already reaped (kill9): its pid may belong to someone else by now. Still
+        // running after 10 s: `Running`'s own drop kills it.
+        if matches!(self.child.try_wait(), Ok(None)) {
+            self.child.stop_within(Duration::from_secs(10));
         }
         if std::thread::panicking() {
             use std::io::Write;
