@@ -76,6 +76,20 @@ pub struct Unmounted {
     pub after: PathState,
 }
 
+/// What a block publish decides on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishBlockLook {
+    /// The volume's device node.
+    pub device: PathState,
+    /// When the device is a block device: what the staging path's block file is.
+    pub staged: Option<PathState>,
+    /// When a block device is bound at the block file: the target path.
+    pub target: Option<PathState>,
+    /// When asked for and the target holds no mount yet: the other mount points of the
+    /// device bound at the block file.
+    pub sharing: Option<Vec<PathBuf>>,
+}
+
 /// What publish decides on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PublishLook {
@@ -123,6 +137,60 @@ pub trait NodePath: Mounter + Devices + Filesystems {
             }
         }
         Ok(look)
+    }
+
+    /// The look of a block NodeStageVolume: `device`, then (a block device) the staging
+    /// path, whether a mount there is `device`, and the block file inside a plain directory.
+    /// A raw block volume is never probed, so `content` stays `None` and `marker` false.
+    fn look_stage_block(&self, device: &Path, paths: &StagePaths) -> HostResult<StageLook> {
+        let mut look = StageLook {
+            device: self.inspect(device)?,
+            staging: PathState::Missing,
+            same_device: None,
+            block_file: None,
+            content: None,
+            marker: false,
+        };
+        let dev = match &look.device {
+            PathState::Present(d) if d.kind == FileKind::Block => *d,
+            _ => return Ok(look),
+        };
+        look.staging = self.inspect(&paths.staging)?;
+        match &look.staging {
+            PathState::Present(info) if info.mount_root => {
+                look.same_device = Some(self.mounts_device(&paths.staging, info, device, &dev)?);
+            }
+            PathState::Present(info) if info.kind != FileKind::Dir => {}
+            PathState::Present(_) | PathState::Missing => {
+                look.block_file = Some(self.inspect(&paths.block_file)?);
+            }
+            PathState::Broken { .. } => {}
+        }
+        Ok(look)
+    }
+
+    /// Carry out a block stage: bind `device` onto the block file, first creating the
+    /// staging directory and the file where the core found them missing. When the bind
+    /// fails the file is removed again (nothing half-done is left behind).
+    fn stage_block(
+        &self,
+        device: &Path,
+        paths: &StagePaths,
+        create_dir: bool,
+        create_file: bool,
+        read_only: bool,
+    ) -> HostResult<()> {
+        if create_dir {
+            self.create_dir(&paths.staging)?;
+        }
+        if create_file {
+            self.create_file(&paths.block_file)?;
+        }
+        if let Err(e) = self.bind(device, &paths.block_file, read_only) {
+            let _ = self.remove(&paths.block_file);
+            return Err(e);
+        }
+        Ok(())
     }
 
     /// Whether the mount at `path` (`info` from its statx) is the filesystem on `device`
@@ -218,6 +286,65 @@ pub trait NodePath: Mounter + Devices + Filesystems {
             _ => None,
         };
         Ok(PublishLook { staging, target })
+    }
+
+    /// The look of a block NodePublishVolume: `device`, then (a block device) the block file
+    /// in the staging directory, then (a device bound there) the target, and with `sharing`
+    /// the bound device's other mount points when the target holds no mount yet (a missing
+    /// path or a plain file).
+    fn look_publish_block(
+        &self,
+        device: &Path,
+        staged_file: &Path,
+        target: &Path,
+        sharing: bool,
+    ) -> HostResult<PublishBlockLook> {
+        let mut look = PublishBlockLook {
+            device: self.inspect(device)?,
+            staged: None,
+            target: None,
+            sharing: None,
+        };
+        if !matches!(&look.device, PathState::Present(d) if d.kind == FileKind::Block) {
+            return Ok(look);
+        }
+        let staged = self.inspect(staged_file)?;
+        let bound =
+            matches!(&staged, PathState::Present(s) if s.mount_root && s.kind == FileKind::Block);
+        look.staged = Some(staged);
+        if !bound {
+            return Ok(look);
+        }
+        let t = self.inspect(target)?;
+        let unmounted = match &t {
+            PathState::Missing => true,
+            PathState::Present(t) => !t.mount_root && t.kind == FileKind::File,
+            PathState::Broken { .. } => false,
+        };
+        if sharing && unmounted {
+            look.sharing = Some(self.mounts_sharing(staged_file)?);
+        }
+        look.target = Some(t);
+        Ok(look)
+    }
+
+    /// Bind `device` onto `target` (creating the file first when it was missing); when the
+    /// bind fails the file is removed again.
+    fn publish_block(
+        &self,
+        device: &Path,
+        target: &Path,
+        create_file: bool,
+        read_only: bool,
+    ) -> HostResult<()> {
+        if create_file {
+            self.create_file(target)?;
+        }
+        if let Err(e) = self.bind(device, target, read_only) {
+            let _ = self.remove(target);
+            return Err(e);
+        }
+        Ok(())
     }
 
     /// Bind the staging mount onto `target`, creating the directory first when it was

@@ -6,10 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::checks::{
-    inspect_cleaning, same_device, still_broken, unmount_broken, MAX_STACKED_MOUNTS,
-};
+use super::checks::{still_broken, unmount_broken, MAX_STACKED_MOUNTS};
 use super::plan::StagePlan;
+use super::stage::stage_paths;
 use crate::driver::{Mismatch, NodeRefusal, PathRole, Result};
 use crate::host::{FileKind, Host, PathInfo, PathState};
 
@@ -51,14 +50,36 @@ pub fn refuse_staged(p: &StagePlan, file: &PathInfo, dev: &PathInfo) -> Result<(
     .into())
 }
 
-/// Stage for block access: bind `device` onto `<staging>/block`. Idempotent.
-pub fn stage(host: &Host, p: &StagePlan, device: &Path, dev: &PathInfo) -> Result<()> {
+/// Stage for block access: bind `device` onto `<staging>/block`. Idempotent. After the disk
+/// is found this crosses the host port twice (look, bind). A broken mount (EIO/ENOTCONN/
+/// ESTALE) at the staging path or its block file is cleaned up and looked at again: stage
+/// must do this itself, as kubelet does not unstage a volume whose stage failed.
+pub fn stage(host: &Host, p: &StagePlan, device: &Path) -> Result<()> {
     let staging = &p.staging;
-    match inspect_cleaning(host, staging)? {
-        PathState::Missing => host.mounter.create_dir(staging)?,
-        PathState::Broken { errno } => return Err(still_broken(staging, errno)),
+    let paths = stage_paths(staging);
+    let mut look = host.node.look_stage_block(device, &paths)?;
+    if let PathState::Broken { errno } = look.staging {
+        unmount_broken(host, staging, errno)?;
+        look = host.node.look_stage_block(device, &paths)?;
+    }
+    if let Some(PathState::Broken { errno }) = look.block_file {
+        unmount_broken(host, &paths.block_file, errno)?;
+        look = host.node.look_stage_block(device, &paths)?;
+    }
+    let dev = match &look.device {
+        PathState::Present(info) if info.kind == FileKind::Block => *info,
+        _ => {
+            return Err(NodeRefusal::NotBlockDevice {
+                path: device.to_path_buf(),
+            }
+            .into())
+        }
+    };
+    let create_dir = match &look.staging {
+        PathState::Missing => true,
+        PathState::Broken { errno } => return Err(still_broken(staging, *errno)),
         PathState::Present(info) if info.mount_root => {
-            return Err(if same_device(host, staging, &info, device, dev)? {
+            return Err(if look.same_device == Some(true) {
                 Mismatch::StagedWithMount {
                     id: p.volume_id.clone(),
                     staging: staging.clone(),
@@ -80,11 +101,11 @@ pub fn stage(host: &Host, p: &StagePlan, device: &Path, dev: &PathInfo) -> Resul
             }
             .into())
         }
-        PathState::Present(_) => {}
-    }
-    let file = staged_file(staging);
-    match inspect_cleaning(host, &file)? {
-        PathState::Missing => host.mounter.create_file(&file)?,
+        PathState::Present(_) => false,
+    };
+    let file = &paths.block_file;
+    let create_file = match look.block_file.unwrap_or(PathState::Missing) {
+        PathState::Missing => true,
         PathState::Present(f) if f.mount_root => {
             // Staged before (CSI: repeated stage of the same volume succeeds).
             return if f.kind == FileKind::Block && f.rdev == dev.rdev {
@@ -93,22 +114,20 @@ pub fn stage(host: &Host, p: &StagePlan, device: &Path, dev: &PathInfo) -> Resul
                 Err(NodeRefusal::StagingHoldsOtherAt {
                     staging: staging.clone(),
                     device: f.rdev,
-                    file,
+                    file: file.clone(),
                     id: p.volume_id.clone(),
                 }
                 .into())
             };
         }
-        PathState::Present(f) if f.kind == FileKind::File => {} // left by an interrupted stage
+        PathState::Present(f) if f.kind == FileKind::File => false, // left by an interrupted stage
         PathState::Present(_) | PathState::Broken { .. } => {
-            return Err(NodeRefusal::CannotBindOnto { path: file }.into())
+            return Err(NodeRefusal::CannotBindOnto { path: file.clone() }.into())
         }
-    }
-    if let Err(e) = host.mounter.bind(device, &file, p.read_only) {
-        let _ = host.mounter.remove(&file);
-        return Err(e.into());
-    }
-    Ok(())
+    };
+    host.node
+        .stage_block(device, &paths, create_dir, create_file, p.read_only)
+        .map_err(Into::into)
 }
 
 /// Undo [`stage`] in the plain directory `staging`: flush the device, unmount the bind, remove

@@ -20,19 +20,6 @@ pub fn block_device(host: &Host, device: &Path) -> Result<PathInfo> {
     }
 }
 
-/// `inspect`, but a broken mount (EIO/ENOTCONN/ESTALE) at `path` is cleaned up first and the
-/// path looked at again. Stage must do this itself: it answered the broken mount with a
-/// final error before, and kubelet does not unstage a volume whose stage failed.
-pub fn inspect_cleaning(host: &Host, path: &Path) -> Result<PathState> {
-    match host.mounter.inspect(path)? {
-        PathState::Broken { errno } => {
-            unmount_broken(host, path, errno)?;
-            Ok(host.mounter.inspect(path)?)
-        }
-        other => Ok(other),
-    }
-}
-
 /// Still broken after one mount was removed: several are stacked there.
 pub fn still_broken(path: &Path, errno: i32) -> Error {
     NodeRefusal::StillBroken {

@@ -6,13 +6,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::block;
-use super::checks::{block_device, unmount_broken, MAX_STACKED_MOUNTS};
+use super::checks::{unmount_broken, MAX_STACKED_MOUNTS};
 use super::model::{NodeOptions, PublishRequest};
 use super::params::{self, Access};
 use super::stage::KubeletDir;
 use crate::driver::types::AccessMode;
 use crate::driver::{Error, Invalid, Mismatch, NodeRefusal, PathRole, Result};
-use crate::host::{FileKind, Host, HostError, PathInfo, PathState};
+use crate::host::{FileKind, Host, HostError, PathState};
 
 pub struct PublishPlan {
     pub volume_id: String,
@@ -126,9 +126,12 @@ fn refuse_second_target(host: &Host, p: &PublishPlan, staged: &Path) -> Result<(
     if !p.single_writer {
         return Ok(());
     }
-    let others: Vec<PathBuf> = host
-        .mounter
-        .mounts_sharing(staged)?
+    refuse_other_targets(p, host.mounter.mounts_sharing(staged)?)
+}
+
+/// [`refuse_second_target`] given the mount points `sharing` what publish binds.
+fn refuse_other_targets(p: &PublishPlan, sharing: Vec<PathBuf>) -> Result<()> {
+    let others: Vec<PathBuf> = sharing
         .into_iter()
         .filter(|m| p.kubelet.holds(m) && !p.kubelet.same_or_below(m, &p.staging))
         .filter(|m| !p.kubelet.same_or_below(m, &p.target))
@@ -167,9 +170,10 @@ fn broken(path: &Path, errno: i32) -> Error {
     .into()
 }
 
-/// The volume's disk, which must be the device staged in `staging` (no waiting: a staged
-/// volume's disk is there).
-fn staged_device(host: &Host, p: &PublishPlan) -> Result<(PathBuf, PathInfo)> {
+/// Crosses the host port three times: the disk's by-id link (no waiting: a staged volume's
+/// disk is there), look, bind; the read-only flag instead of the bind when the volume is
+/// published there already.
+fn publish_block(host: &Host, p: &PublishPlan) -> Result<()> {
     let device = host
         .devices
         .lookup(&p.volume_id)
@@ -178,35 +182,40 @@ fn staged_device(host: &Host, p: &PublishPlan) -> Result<(PathBuf, PathInfo)> {
             dir: host.devices.by_id_dir().to_path_buf(),
             waited: Duration::ZERO,
         })?;
-    let dev = block_device(host, &device)?;
-    match block::staged(host, &p.staging)? {
-        None => Err(NodeRefusal::NotStaged {
-            id: p.volume_id.clone(),
-            staging: p.staging.clone(),
-            block: true,
+    let staged_file = block::staged_file(&p.staging);
+    let look = host
+        .node
+        .look_publish_block(&device, &staged_file, &p.target, p.single_writer)?;
+    let dev = match &look.device {
+        PathState::Present(d) if d.kind == FileKind::Block => *d,
+        _ => return Err(NodeRefusal::NotBlockDevice { path: device }.into()),
+    };
+    let target_state = match (look.staged, look.target) {
+        (Some(PathState::Present(s)), Some(t)) if s.mount_root && s.kind == FileKind::Block => {
+            if s.rdev != dev.rdev {
+                return Err(NodeRefusal::StagedOtherDevice {
+                    staging: p.staging.clone(),
+                    staged: s.rdev,
+                    id: p.volume_id.clone(),
+                    disk: dev.rdev,
+                    device,
+                }
+                .into());
+            }
+            t
         }
-        .into()),
-        Some(s) if s.rdev != dev.rdev => Err(NodeRefusal::StagedOtherDevice {
-            staging: p.staging.clone(),
-            staged: s.rdev,
-            id: p.volume_id.clone(),
-            disk: dev.rdev,
-            device,
+        _ => {
+            return Err(NodeRefusal::NotStaged {
+                id: p.volume_id.clone(),
+                staging: p.staging.clone(),
+                block: true,
+            }
+            .into())
         }
-        .into()),
-        Some(_) => Ok((device, dev)),
-    }
-}
-
-fn publish_block(host: &Host, p: &PublishPlan) -> Result<()> {
-    let (device, dev) = staged_device(host, p)?;
+    };
     let target = &p.target;
-    let staged = block::staged_file(&p.staging);
-    match host.mounter.inspect(target)? {
-        PathState::Missing => {
-            refuse_second_target(host, p, &staged)?;
-            host.mounter.create_file(target)?
-        }
+    let create_file = match target_state {
+        PathState::Missing => true,
         PathState::Broken { errno } => return Err(broken(target, errno)),
         PathState::Present(t) if t.mount_root => {
             return if t.kind == FileKind::Block && t.rdev == dev.rdev {
@@ -224,14 +233,14 @@ fn publish_block(host: &Host, p: &PublishPlan) -> Result<()> {
             }
             .into())
         }
-        PathState::Present(_) => refuse_second_target(host, p, &staged)?,
+        PathState::Present(_) => false,
+    };
+    if let Some(sharing) = look.sharing {
+        refuse_other_targets(p, sharing)?;
     }
-    if let Err(e) = host.mounter.bind(&device, target, p.read_only) {
-        // Leave nothing half-done behind: the file we may have created goes again.
-        let _ = host.mounter.remove(target);
-        return Err(e.into());
-    }
-    Ok(())
+    host.node
+        .publish_block(&device, target, create_file, p.read_only)
+        .map_err(Into::into)
 }
 
 /// Unmount everything at `target` and remove it (file or empty directory). Idempotent: a

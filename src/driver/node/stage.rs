@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::checks::{block_device, still_broken, unmount_broken, MAX_STACKED_MOUNTS};
+use super::checks::{still_broken, unmount_broken, MAX_STACKED_MOUNTS};
 use super::model::NodeOptions;
 use super::params::Access;
 use super::plan::StagePlan;
@@ -20,15 +20,12 @@ use crate::host::{
 pub const GROW_THRESHOLD: u64 = 1 << 20;
 
 /// `device_deadline` bounds the wait for the disk (see [`super::model::DEVICE_WAIT`]).
-/// A filesystem stage of a formatted disk crosses the host port three times: find the disk,
-/// look, stage.
+/// A stage of a formatted disk, or for block access, crosses the host port three times: find
+/// the disk, look, stage.
 pub fn stage(host: &Host, p: &StagePlan, device_deadline: Instant) -> Result<()> {
     let device = host.devices.find(&p.volume_id, device_deadline)?;
     match &p.access {
-        Access::Block => {
-            let dev = block_device(host, &device)?;
-            block::stage(host, p, &device, &dev)
-        }
+        Access::Block => block::stage(host, p, &device),
         Access::Mount { fs, flags } => stage_mount(host, p, *fs, flags, &device),
     }
 }

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use super::*;
 use crate::host::{
     DevId, Devices, Filesystems, Host, HostResult, MountSpec, Mounter, NodePath, PathInfo,
-    PathState, PublishLook, StageLook, StagePaths, StageWork, Unmounted, UnstageLook, Usage,
+    PathState, PublishBlockLook, PublishLook, StageLook, StagePaths, StageWork, Unmounted,
+    UnstageLook, Usage,
 };
 
 struct Counted {
@@ -134,6 +135,40 @@ impl NodePath for Counted {
     fn look_publish(&self, staging: &Path, target: &Path) -> HostResult<PublishLook> {
         self.cross().look_publish(staging, target)
     }
+    fn look_stage_block(&self, device: &Path, paths: &StagePaths) -> HostResult<StageLook> {
+        self.cross().look_stage_block(device, paths)
+    }
+    fn stage_block(
+        &self,
+        device: &Path,
+        paths: &StagePaths,
+        create_dir: bool,
+        create_file: bool,
+        read_only: bool,
+    ) -> HostResult<()> {
+        self.cross()
+            .stage_block(device, paths, create_dir, create_file, read_only)
+    }
+    fn look_publish_block(
+        &self,
+        device: &Path,
+        staged_file: &Path,
+        target: &Path,
+        sharing: bool,
+    ) -> HostResult<PublishBlockLook> {
+        self.cross()
+            .look_publish_block(device, staged_file, target, sharing)
+    }
+    fn publish_block(
+        &self,
+        device: &Path,
+        target: &Path,
+        create_file: bool,
+        read_only: bool,
+    ) -> HostResult<()> {
+        self.cross()
+            .publish_block(device, target, create_file, read_only)
+    }
     fn publish(
         &self,
         staging: &Path,
@@ -198,4 +233,49 @@ async fn each_rpc_crosses_the_host_port_a_few_times() {
     c.stage(stage_req("v1", rw()), soon()).await.unwrap();
     assert_eq!(n.take(), 2, "stage again: find, look");
     assert_eq!(formats(&fake), 1);
+}
+
+/// Raw block. Before the block steps (counted in the code of 264c487): stage 7, again 4;
+/// publish 6, again 5, SINGLE_NODE_SINGLE_WRITER 7.
+#[tokio::test]
+async fn block_rpcs_cross_the_host_port_a_few_times() {
+    let fake = FakeHost::new();
+    fake.attach("v1", GIB, Content::Blank);
+    let (n, c) = counted(&fake);
+    let block_single = VolumeCapability {
+        access_mode: AccessMode::SingleNodeSingleWriter,
+        ..block_cap()
+    };
+    c.stage(stage_req("v1", block_cap()), soon()).await.unwrap();
+    assert_eq!(n.take(), 3, "block stage: find, look, bind");
+    c.stage(stage_req("v1", block_cap()), soon()).await.unwrap();
+    assert_eq!(n.take(), 2, "block stage again: find, look");
+    c.publish(publish_req("v1", block_cap(), false))
+        .await
+        .unwrap();
+    assert_eq!(n.take(), 3, "block publish: the by-id link, look, bind");
+    c.publish(publish_req("v1", block_cap(), false))
+        .await
+        .unwrap();
+    assert_eq!(
+        n.take(),
+        3,
+        "block publish again: the by-id link, look, read-only flag"
+    );
+    c.unpublish(UnpublishRequest {
+        volume_id: "v1".into(),
+        target_path: target("v1"),
+    })
+    .await
+    .unwrap();
+    n.take();
+    c.publish(publish_req("v1", block_single, false))
+        .await
+        .unwrap();
+    assert_eq!(
+        n.take(),
+        3,
+        "SINGLE_NODE_SINGLE_WRITER block publish: the mount table is in the look"
+    );
+    assert_eq!(formats(&fake), 0, "a raw block volume is never formatted");
 }
