@@ -8,9 +8,8 @@ use std::path::{Path, PathBuf};
 
 use super::checks::{still_broken, unmount_broken, MAX_STACKED_MOUNTS};
 use super::plan::StagePlan;
-use super::stage::stage_paths;
 use crate::driver::{Mismatch, NodeRefusal, PathRole, Result};
-use crate::host::{FileKind, Host, PathInfo, PathState};
+use crate::host::{FileKind, Host, PathInfo, PathState, StagePaths};
 
 /// The file inside the staging directory that the device node is bound onto.
 pub const STAGED_DEVICE: &str = "block";
@@ -54,17 +53,16 @@ pub fn refuse_staged(p: &StagePlan, file: &PathInfo, dev: &PathInfo) -> Result<(
 /// is found this crosses the host port twice (look, bind). A broken mount (EIO/ENOTCONN/
 /// ESTALE) at the staging path or its block file is cleaned up and looked at again: stage
 /// must do this itself, as kubelet does not unstage a volume whose stage failed.
-pub fn stage(host: &Host, p: &StagePlan, device: &Path) -> Result<()> {
+pub fn stage(host: &Host, p: &StagePlan, paths: &StagePaths, device: &Path) -> Result<()> {
     let staging = &p.staging;
-    let paths = stage_paths(staging);
-    let mut look = host.node.look_stage_block(device, &paths)?;
+    let mut look = host.node.look_stage_block(device, paths)?;
     if let PathState::Broken { errno } = look.staging {
         unmount_broken(host, staging, errno)?;
-        look = host.node.look_stage_block(device, &paths)?;
+        look = host.node.look_stage_block(device, paths)?;
     }
     if let Some(PathState::Broken { errno }) = look.block_file {
         unmount_broken(host, &paths.block_file, errno)?;
-        look = host.node.look_stage_block(device, &paths)?;
+        look = host.node.look_stage_block(device, paths)?;
     }
     let dev = match &look.device {
         PathState::Present(info) if info.kind == FileKind::Block => *info,
@@ -126,7 +124,7 @@ pub fn stage(host: &Host, p: &StagePlan, device: &Path) -> Result<()> {
         }
     };
     host.node
-        .stage_block(device, &paths, create_dir, create_file, p.read_only)
+        .stage_block(device, paths, create_dir, create_file, p.read_only)
         .map_err(Into::into)
 }
 

@@ -25,7 +25,7 @@ pub const GROW_THRESHOLD: u64 = 1 << 20;
 pub fn stage(host: &Host, p: &StagePlan, device_deadline: Instant) -> Result<()> {
     let device = host.devices.find(&p.volume_id, device_deadline)?;
     match &p.access {
-        Access::Block => block::stage(host, p, &device),
+        Access::Block => block::stage(host, p, &stage_paths(&p.staging), &device),
         Access::Mount { fs, flags } => stage_mount(host, p, *fs, flags, &device),
     }
 }
