@@ -12,8 +12,8 @@ use cinder_csi::cloud::local::loopdev::{self, LoopDevice};
 use cinder_csi::cloud::local::{register_node, LocalCloud, LocalOptions};
 use cinder_csi::cloud::{
     CloudError, Copies, CopyFilter, CopyKind, CopyWait, Health, MigrationPolicy, NewBackup,
-    NewSnapshot, NewVolume, PageRequest, Placement, Resource, Servers, VolumeFilter, VolumeSource,
-    VolumeStatus, VolumeWait, Volumes, GIB,
+    NewSnapshot, NewVolume, PageRequest, Placement, Resource, Servers, VolumeCopy, VolumeFilter,
+    VolumeSource, VolumeStatus, VolumeWait, Volumes, GIB,
 };
 use tokio::time::Instant;
 
@@ -67,6 +67,14 @@ impl StateDir {
     fn volume_file(&self, id: &str) -> PathBuf {
         self.path().join("volumes").join(format!("{id}.img"))
     }
+
+    /// The link the backend gives `node` to the disk of volume `id`.
+    fn link(&self, node: &str, id: &str) -> PathBuf {
+        self.path()
+            .join("by-id")
+            .join(node)
+            .join(format!("virtio-{}", &id[..20]))
+    }
 }
 
 impl Drop for StateDir {
@@ -98,6 +106,47 @@ fn vol(name: &str, gib: u64) -> NewVolume {
         size_gib: gib,
         ..Default::default()
     }
+}
+
+/// A volume made from `source`.
+fn vol_from(name: &str, gib: u64, source: VolumeSource) -> NewVolume {
+    NewVolume {
+        source: Some(source),
+        ..vol(name, gib)
+    }
+}
+
+/// A snapshot of `volume_id`, which must succeed.
+async fn snapshot(c: &LocalCloud, name: &str, volume_id: &str) -> VolumeCopy {
+    c.create_snapshot(&NewSnapshot {
+        name: name.into(),
+        volume_id: volume_id.into(),
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+}
+
+/// The copies of `kind` whose source is `volume_id`.
+async fn copies_of(c: &LocalCloud, kind: CopyKind, volume_id: &str) -> Vec<VolumeCopy> {
+    c.list_copies(
+        kind,
+        &CopyFilter {
+            volume_id: Some(volume_id.into()),
+            ..Default::default()
+        },
+        &PageRequest::default(),
+    )
+    .await
+    .unwrap()
+    .items
+}
+
+/// `r` failed with a not-found error; a failure names the caller's line (`track_caller`).
+#[track_caller]
+fn assert_not_found<T: std::fmt::Debug>(r: Result<T, CloudError>) {
+    let e = r.unwrap_err();
+    assert!(e.is_not_found(), "{e:?}");
 }
 
 fn soon() -> Instant {
@@ -254,7 +303,7 @@ async fn volumes_types_capacity_and_waits() {
             .unwrap()
             .multiattach
     );
-    assert!(c.get_volume_type("gold").await.unwrap_err().is_not_found());
+    assert_not_found(c.get_volume_type("gold").await);
 
     // Extend and retype.
     c.extend_volume(&v.id, 3, false).await.unwrap();
@@ -274,11 +323,10 @@ async fn volumes_types_capacity_and_waits() {
     let r = c.get_volume(&v.id).await.unwrap();
     assert_eq!(r.volume_type.as_deref(), Some("local-multiattach"));
     assert!(r.multiattach);
-    assert!(c
-        .retype_volume(&v.id, "gold", MigrationPolicy::OnDemand)
-        .await
-        .unwrap_err()
-        .is_not_found());
+    assert_not_found(
+        c.retype_volume(&v.id, "gold", MigrationPolicy::OnDemand)
+            .await,
+    );
 
     // Metadata update: a merge, in the record on disk.
     let pairs: std::collections::BTreeMap<String, String> =
@@ -293,11 +341,7 @@ async fn volumes_types_capacity_and_waits() {
     let record: serde_json::Value =
         serde_json::from_slice(&std::fs::read(record).unwrap()).unwrap();
     assert_eq!(record["metadata"]["billing"], "team-b");
-    assert!(c
-        .update_volume_metadata("no-such-volume", &pairs)
-        .await
-        .unwrap_err()
-        .is_not_found());
+    assert_not_found(c.update_volume_metadata("no-such-volume", &pairs).await);
 
     // Capacity is the free space of DIR's filesystem.
     let cap = c.capacity(None, None).await.unwrap();
@@ -343,19 +387,11 @@ async fn volumes_types_capacity_and_waits() {
     // Delete: gone, then NotFound.
     for id in [&v.id, &twin.id, &other.id] {
         c.delete_volume(id, false).await.unwrap();
-        assert!(c.get_volume(id).await.unwrap_err().is_not_found());
-        assert!(c
-            .wait_volume(id, &VolumeWait::Deleted, soon())
-            .await
-            .unwrap_err()
-            .is_not_found());
+        assert_not_found(c.get_volume(id).await);
+        assert_not_found(c.wait_volume(id, &VolumeWait::Deleted, soon()).await);
     }
     assert!(!file.exists());
-    assert!(c
-        .delete_volume(&v.id, false)
-        .await
-        .unwrap_err()
-        .is_not_found());
+    assert_not_found(c.delete_volume(&v.id, false).await);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -384,18 +420,10 @@ async fn snapshots_restores_and_clones_keep_bytes_and_holes() {
     let snap_file = sd.path().join("snapshots").join(format!("{}.img", s.id));
     check_pattern(&snap_file);
     assert!(allocated(&snap_file) < 4 * MIB, "snapshot must stay sparse");
-    let listed = c
-        .list_copies(
-            CopyKind::Snapshot,
-            &CopyFilter {
-                volume_id: Some(v.id.clone()),
-                ..Default::default()
-            },
-            &PageRequest::default(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(listed.items, vec![s.clone()]);
+    assert_eq!(
+        copies_of(&c, CopyKind::Snapshot, &v.id).await,
+        vec![s.clone()]
+    );
     let none = c
         .list_copies(
             CopyKind::Snapshot,
@@ -416,8 +444,7 @@ async fn snapshots_restores_and_clones_keep_bytes_and_holes() {
     check_pattern(&snap_file);
 
     // Restore into a larger volume: same bytes, larger file, still sparse.
-    let mut rreq = vol("restored", 2);
-    rreq.source = Some(VolumeSource::Snapshot(s.id.clone()));
+    let rreq = vol_from("restored", 2, VolumeSource::Snapshot(s.id.clone()));
     let r = c.create_volume(&rreq).await.unwrap();
     assert_eq!(r.snapshot_id.as_deref(), Some(s.id.as_str()));
     assert_eq!(r.size_gib, 2);
@@ -425,26 +452,17 @@ async fn snapshots_restores_and_clones_keep_bytes_and_holes() {
     assert_eq!(std::fs::metadata(&rf).unwrap().len(), 2 * GIB);
     check_pattern(&rf);
     assert!(allocated(&rf) < 4 * MIB);
-    let mut small = vol("too-small", 1);
-    small.source = Some(VolumeSource::Snapshot(s.id.clone()));
+    let mut small = vol_from("too-small", 1, VolumeSource::Snapshot(s.id.clone()));
     c.delete_volume(&r.id, false).await.unwrap();
     c.extend_volume(&v.id, 2, false).await.unwrap();
-    let s2 = c
-        .create_snapshot(&NewSnapshot {
-            name: "snap-2".into(),
-            volume_id: v.id.clone(),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let s2 = snapshot(&c, "snap-2", &v.id).await;
     assert_eq!(s2.size_gib, 2);
     small.source = Some(VolumeSource::Snapshot(s2.id.clone()));
     assert!(matches!(
         c.create_volume(&small).await,
         Err(CloudError::BadRequest { .. })
     ));
-    let mut missing = vol("m", 1);
-    missing.source = Some(VolumeSource::Snapshot("nope".into()));
+    let missing = vol_from("m", 1, VolumeSource::Snapshot("nope".into()));
     assert!(matches!(
         c.create_volume(&missing).await,
         Err(CloudError::NotFound {
@@ -454,8 +472,7 @@ async fn snapshots_restores_and_clones_keep_bytes_and_holes() {
     ));
 
     // Clone: the source's current bytes.
-    let mut creq = vol("clone", 2);
-    creq.source = Some(VolumeSource::Volume(v.id.clone()));
+    let creq = vol_from("clone", 2, VolumeSource::Volume(v.id.clone()));
     let cl = c.create_volume(&creq).await.unwrap();
     assert_eq!(cl.source_volume_id.as_deref(), Some(v.id.as_str()));
     let mut head = [0u8; 8];
@@ -472,27 +489,14 @@ async fn snapshots_restores_and_clones_keep_bytes_and_holes() {
         Err(CloudError::Conflict { .. })
     ));
     c.delete_copy(CopyKind::Snapshot, &s.id).await.unwrap();
-    assert!(c
-        .get_copy(CopyKind::Snapshot, &s.id)
-        .await
-        .unwrap_err()
-        .is_not_found());
-    assert!(c
-        .delete_copy(CopyKind::Snapshot, &s.id)
-        .await
-        .unwrap_err()
-        .is_not_found());
-    assert!(c
-        .wait_copy(CopyKind::Snapshot, &s.id, &CopyWait::Deleted, soon())
-        .await
-        .unwrap_err()
-        .is_not_found());
+    assert_not_found(c.get_copy(CopyKind::Snapshot, &s.id).await);
+    assert_not_found(c.delete_copy(CopyKind::Snapshot, &s.id).await);
+    assert_not_found(
+        c.wait_copy(CopyKind::Snapshot, &s.id, &CopyWait::Deleted, soon())
+            .await,
+    );
     c.delete_volume(&v.id, true).await.unwrap();
-    assert!(c
-        .get_copy(CopyKind::Snapshot, &s2.id)
-        .await
-        .unwrap_err()
-        .is_not_found());
+    assert_not_found(c.get_copy(CopyKind::Snapshot, &s2.id).await);
     c.delete_volume(&cl.id, false).await.unwrap();
     let left: Vec<_> = std::fs::read_dir(sd.path().join("snapshots"))
         .unwrap()
@@ -527,14 +531,7 @@ async fn backups_are_independent_copies() {
     assert!(allocated(&bf) < 4 * MIB);
 
     // From a snapshot of the volume; a snapshot of another volume is refused.
-    let s = c
-        .create_snapshot(&NewSnapshot {
-            name: "s".into(),
-            volume_id: v.id.clone(),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let s = snapshot(&c, "s", &v.id).await;
     let bs = c
         .create_backup(&NewBackup {
             name: "bk-from-snap".into(),
@@ -556,46 +553,25 @@ async fn backups_are_independent_copies() {
         .await,
         Err(CloudError::BadRequest { .. })
     ));
-    let page = c
-        .list_copies(
-            CopyKind::Backup,
-            &CopyFilter {
-                volume_id: Some(v.id.clone()),
-                ..Default::default()
-            },
-            &PageRequest::default(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(page.items.len(), 2);
+    assert_eq!(copies_of(&c, CopyKind::Backup, &v.id).await.len(), 2);
 
     // A volume with backups can be deleted; the backup restores it.
     c.delete_volume(&v.id, true).await.unwrap();
     assert_eq!(c.get_copy(CopyKind::Backup, &b.id).await.unwrap(), b);
-    let mut rreq = vol("restored", 1);
-    rreq.source = Some(VolumeSource::Backup(b.id.clone()));
+    let rreq = vol_from("restored", 1, VolumeSource::Backup(b.id.clone()));
     let r = c.create_volume(&rreq).await.unwrap();
     assert_eq!(r.backup_id.as_deref(), Some(b.id.as_str()));
     check_pattern(&sd.volume_file(&r.id));
 
     for id in [&b.id, &bs.id] {
         c.delete_copy(CopyKind::Backup, id).await.unwrap();
-        assert!(c
-            .get_copy(CopyKind::Backup, id)
-            .await
-            .unwrap_err()
-            .is_not_found());
-        assert!(c
-            .wait_copy(CopyKind::Backup, id, &CopyWait::Deleted, soon())
-            .await
-            .unwrap_err()
-            .is_not_found());
+        assert_not_found(c.get_copy(CopyKind::Backup, id).await);
+        assert_not_found(
+            c.wait_copy(CopyKind::Backup, id, &CopyWait::Deleted, soon())
+                .await,
+        );
     }
-    assert!(c
-        .delete_copy(CopyKind::Backup, &b.id)
-        .await
-        .unwrap_err()
-        .is_not_found());
+    assert_not_found(c.delete_copy(CopyKind::Backup, &b.id).await);
     c.delete_volume(&r.id, false).await.unwrap();
     c.delete_volume(&w.id, false).await.unwrap();
 }
@@ -618,10 +594,7 @@ async fn attach_binds_a_loop_device_and_a_link_detach_removes_both() {
     let att = c.attach_volume("node-a", &v.id, false).await.unwrap();
     let dev_path = PathBuf::from(att.device.clone().unwrap());
     let dev = LoopDevice::from_path(&dev_path).unwrap();
-    let link = sd
-        .path()
-        .join("by-id/node-a")
-        .join(format!("virtio-{}", &v.id[..20]));
+    let link = sd.link("node-a", &v.id);
     assert_eq!(std::fs::read_link(&link).unwrap(), dev_path);
     assert!(loopdev::is_block_device(&link));
     assert_eq!(
@@ -643,11 +616,7 @@ async fn attach_binds_a_loop_device_and_a_link_detach_removes_both() {
         vec![att.clone()]
     );
     assert!(c.list_attachments("node-b").await.unwrap().is_empty());
-    assert!(c
-        .list_attachments("node-x")
-        .await
-        .unwrap_err()
-        .is_not_found());
+    assert_not_found(c.list_attachments("node-x").await);
 
     // Data written through the device lands in the file.
     write_pattern(&open_rw(&link));
@@ -662,16 +631,8 @@ async fn attach_binds_a_loop_device_and_a_link_detach_removes_both() {
         c.attach_volume("node-b", &v.id, false).await,
         Err(CloudError::Conflict { .. })
     ));
-    assert!(c
-        .attach_volume("node-x", &v.id, false)
-        .await
-        .unwrap_err()
-        .is_not_found());
-    assert!(c
-        .attach_volume("node-a", "no-such-volume", false)
-        .await
-        .unwrap_err()
-        .is_not_found());
+    assert_not_found(c.attach_volume("node-x", &v.id, false).await);
+    assert_not_found(c.attach_volume("node-a", "no-such-volume", false).await);
     assert!(matches!(
         c.delete_volume(&v.id, false).await,
         Err(CloudError::Conflict { .. })
@@ -687,14 +648,7 @@ async fn attach_binds_a_loop_device_and_a_link_detach_removes_both() {
     assert_eq!(c.get_volume(&v.id).await.unwrap().size_gib, 2);
 
     // A snapshot of the attached volume sees what was written through the device.
-    let s = c
-        .create_snapshot(&NewSnapshot {
-            name: "hot".into(),
-            volume_id: v.id.clone(),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let s = snapshot(&c, "hot", &v.id).await;
     check_pattern(&sd.path().join("snapshots").join(format!("{}.img", s.id)));
 
     c.detach_volume("node-a", &v.id).await.unwrap();
@@ -782,10 +736,7 @@ async fn a_detach_while_another_process_holds_the_device_is_retried_after_it_let
     let att = c.attach_volume("node-a", &v.id, false).await.unwrap();
     let dev_path = PathBuf::from(att.device.unwrap());
     let dev = LoopDevice::from_path(&dev_path).unwrap();
-    let link = sd
-        .path()
-        .join("by-id/node-a")
-        .join(format!("virtio-{}", &v.id[..20]));
+    let link = sd.link("node-a", &v.id);
 
     let holder = Holder::new(&dev_path);
     let err = c.detach_volume("node-a", &v.id).await.unwrap_err();
@@ -845,7 +796,7 @@ async fn delete_unbinds_a_stray_device_serving_the_volume_file_first() {
     // Unheld (or unbound meanwhile by the autoclear the refused delete left): deleted, and
     // no device serves the file.
     c.delete_volume(&v.id, false).await.unwrap();
-    assert!(c.get_volume(&v.id).await.unwrap_err().is_not_found());
+    assert_not_found(c.get_volume(&v.id).await);
     assert!(serving(&file).is_empty());
     assert!(sd.bound().is_empty());
 
@@ -955,12 +906,7 @@ async fn zones_and_per_server_links() {
         VolumeStatus::Available
     );
     assert!(sd.bound().is_empty());
-    let root = sd.path();
-    let link = |node: &str, id: &str| {
-        root.join("by-id")
-            .join(node)
-            .join(format!("virtio-{}", &id[..20]))
-    };
+    let link = |node: &str, id: &str| sd.link(node, id);
     assert!(std::fs::symlink_metadata(link("node-1", &b.id)).is_err());
 
     // In its zone: only the attached node finds the disk.
@@ -981,16 +927,8 @@ async fn zones_and_per_server_links() {
     assert!(std::fs::read_link(link("node-3", &default.id)).is_ok());
 
     // A snapshot's restore and a clone stay in the source's zone.
-    let s = c
-        .create_snapshot(&NewSnapshot {
-            name: "s".into(),
-            volume_id: b.id.clone(),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
-    let mut restore = vol("restore", 1);
-    restore.source = Some(VolumeSource::Snapshot(s.id.clone()));
+    let s = snapshot(&c, "s", &b.id).await;
+    let mut restore = vol_from("restore", 1, VolumeSource::Snapshot(s.id.clone()));
     assert_eq!(
         c.create_volume(&restore).await.unwrap().availability_zone,
         "zone-b"
@@ -1001,8 +939,7 @@ async fn zones_and_per_server_links() {
         matches!(&err, CloudError::BadRequest { message, .. } if message.contains(&s.id)),
         "{err:?}"
     );
-    let mut clone = vol("clone", 1);
-    clone.source = Some(VolumeSource::Volume(default.id.clone()));
+    let clone = vol_from("clone", 1, VolumeSource::Volume(default.id.clone()));
     assert_eq!(
         c.create_volume(&clone).await.unwrap().availability_zone,
         "zone-a"
@@ -1050,19 +987,9 @@ async fn restart_keeps_state_and_reconciles_devices_and_links() {
         ));
         let a = c.create_volume(&vol("attached", 1)).await.unwrap();
         let i = c.create_volume(&vol("idle", 1)).await.unwrap();
-        let s = c
-            .create_snapshot(&NewSnapshot {
-                name: "s".into(),
-                volume_id: i.id.clone(),
-                ..Default::default()
-            })
-            .await
-            .unwrap();
+        let s = snapshot(&c, "s", &i.id).await;
         c.attach_volume("node-a", &a.id, false).await.unwrap();
-        let link = sd
-            .path()
-            .join("by-id/node-a")
-            .join(format!("virtio-{}", &a.id[..20]));
+        let link = sd.link("node-a", &a.id);
         write_pattern(&open_rw(&link));
         (
             c.get_volume(&a.id).await.unwrap(),
@@ -1093,10 +1020,7 @@ async fn restart_keeps_state_and_reconciles_devices_and_links() {
 
     // After a "reboot" (device and link gone) the device is re-created; data intact.
     device().detach().unwrap();
-    let link = sd
-        .path()
-        .join("by-id/node-a")
-        .join(format!("virtio-{}", &attached.id[..20]));
+    let link = sd.link("node-a", &attached.id);
     std::fs::remove_file(&link).unwrap();
     // Leftovers to clean: a stale link, a device bound to the idle volume, a half-written
     // copy, and records of an interrupted create and delete.
@@ -1107,22 +1031,18 @@ async fn restart_keeps_state_and_reconciles_devices_and_links() {
         &std::fs::read(sd.path().join(format!("volumes/{}.json", idle.id))).unwrap(),
     )
     .unwrap();
-    interrupted["id"] = "11111111-1111-1111-1111-111111111111".into();
-    interrupted["status"] = "creating".into();
-    std::fs::write(
-        sd.path()
-            .join("volumes/11111111-1111-1111-1111-111111111111.json"),
-        serde_json::to_vec(&interrupted).unwrap(),
-    )
-    .unwrap();
-    interrupted["id"] = "22222222-2222-2222-2222-222222222222".into();
-    interrupted["status"] = "deleting".into();
-    std::fs::write(
-        sd.path()
-            .join("volumes/22222222-2222-2222-2222-222222222222.json"),
-        serde_json::to_vec(&interrupted).unwrap(),
-    )
-    .unwrap();
+    for (id, status) in [
+        ("11111111-1111-1111-1111-111111111111", "creating"),
+        ("22222222-2222-2222-2222-222222222222", "deleting"),
+    ] {
+        interrupted["id"] = id.into();
+        interrupted["status"] = status.into();
+        std::fs::write(
+            sd.path().join(format!("volumes/{id}.json")),
+            serde_json::to_vec(&interrupted).unwrap(),
+        )
+        .unwrap();
+    }
 
     let c = sd.open(&["node-a"]).await;
     let v = c.get_volume(&attached.id).await.unwrap();
@@ -1154,11 +1074,7 @@ async fn restart_keeps_state_and_reconciles_devices_and_links() {
         })
     ));
     c.delete_volume(&failed.id, false).await.unwrap();
-    assert!(c
-        .get_volume("22222222-2222-2222-2222-222222222222")
-        .await
-        .unwrap_err()
-        .is_not_found());
+    assert_not_found(c.get_volume("22222222-2222-2222-2222-222222222222").await);
 
     // Clean up through the API: nothing left bound.
     c.detach_volume("node-a", &attached.id).await.unwrap();
@@ -1171,11 +1087,11 @@ async fn restart_keeps_state_and_reconciles_devices_and_links() {
 async fn registered_nodes_are_servers() {
     let sd = StateDir::new();
     let c = sd.open(&[]).await;
-    assert!(c.get_server("node-z").await.unwrap_err().is_not_found());
+    assert_not_found(c.get_server("node-z").await);
     register_node(&sd.path(), "node-z", "local").unwrap();
     assert_eq!(c.get_server("node-z").await.unwrap().id, "node-z");
     assert!(register_node(&sd.path(), "../evil", "local").is_err());
-    assert!(c.get_server("../evil").await.unwrap_err().is_not_found());
+    assert_not_found(c.get_server("../evil").await);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1188,14 +1104,7 @@ async fn concurrent_calls_stay_consistent() {
         tasks.push(tokio::spawn(async move {
             let v = c.create_volume(&vol(&format!("v{i}"), 1)).await.unwrap();
             c.attach_volume("node-a", &v.id, false).await.unwrap();
-            let s = c
-                .create_snapshot(&NewSnapshot {
-                    name: format!("s{i}"),
-                    volume_id: v.id.clone(),
-                    ..Default::default()
-                })
-                .await
-                .unwrap();
+            let s = snapshot(&c, &format!("s{i}"), &v.id).await;
             c.extend_volume(&v.id, 2, true).await.unwrap();
             c.detach_volume("node-a", &v.id).await.unwrap();
             c.delete_volume(&v.id, true).await.unwrap();
@@ -1204,11 +1113,7 @@ async fn concurrent_calls_stay_consistent() {
     }
     for t in tasks {
         let sid = t.await.unwrap();
-        assert!(c
-            .get_copy(CopyKind::Snapshot, &sid)
-            .await
-            .unwrap_err()
-            .is_not_found());
+        assert_not_found(c.get_copy(CopyKind::Snapshot, &sid).await);
     }
     assert!(c
         .list_volumes(&VolumeFilter::default(), &PageRequest::default())
@@ -1302,16 +1207,8 @@ async fn on_a_reflink_filesystem_copies_share_extents() {
     file.write_all_at(&data, 256 * MIB).unwrap();
     file.sync_all().unwrap();
     let before = free_bytes(&mnt);
-    let s = c
-        .create_snapshot(&NewSnapshot {
-            name: "s".into(),
-            volume_id: v.id.clone(),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
-    let mut creq = vol("clone", 1);
-    creq.source = Some(VolumeSource::Volume(v.id.clone()));
+    let s = snapshot(&c, "s", &v.id).await;
+    let creq = vol_from("clone", 1, VolumeSource::Volume(v.id.clone()));
     let cl = c.create_volume(&creq).await.unwrap();
     let used = before.saturating_sub(free_bytes(&mnt));
     assert!(used < 16 * MIB, "two copies of 128 MiB used {used} bytes");
