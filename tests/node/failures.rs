@@ -8,6 +8,7 @@
 //! Needs root; everything is under one temp dir that `NodeEnv` cleans up, also on failure.
 
 use crate::support::blockdev;
+use crate::support::payload::{pattern, write_durable};
 
 use std::future::Future;
 use std::os::unix::fs::FileExt;
@@ -15,17 +16,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use blockdev::{
-    is_mounted, mount_cap, mount_cap_flags, mounts_below, publish_req, run, stage_req,
-    unpublish_req, unstage_req, Loop, NodeEnv,
+    is_mounted, mount_cap, mount_cap_flags, mounts_below, publish_req, run, stage_and_publish,
+    stage_req, unpublish_req, unstage_volume, Client, Loop, NodeEnv,
 };
 use cinder_csi::cloud::local::loopdev;
-use cinder_csi::server::csi::pb::node_client::NodeClient;
 use cinder_csi::server::csi::pb::volume_capability::access_mode::Mode;
 use cinder_csi::server::csi::pb::*;
-use tonic::transport::Channel;
 
 const MIB: u64 = 1 << 20;
-type Client = NodeClient<Channel>;
 
 /// The tools the shims stand in for.
 const TOOLS: &[&str] = &["mkfs.ext4", "mkfs.xfs", "xfs_growfs", "resize2fs", "e2fsck"];
@@ -123,10 +121,6 @@ fn formats(env: &NodeEnv, devs: &[&Path]) -> usize {
         .sum()
 }
 
-async fn client(env: &NodeEnv) -> Client {
-    NodeClient::new(env.driver().channel().await)
-}
-
 /// Run `rpc` until the shim of `tool` waits at `hold`, then kill -9 the driver with its
 /// process tree and start it again. The RPC must not have answered.
 async fn kill_at<T, F>(env: &mut NodeEnv, tool: &str, hold: Hold, rpc: F)
@@ -161,26 +155,6 @@ where
     env.start_driver();
 }
 
-/// Write `data` to `path` durably.
-fn write_durable(path: &Path, data: &[u8]) {
-    let f = std::fs::File::create(path).unwrap();
-    f.write_all_at(data, 0).unwrap();
-    f.sync_all().unwrap();
-}
-
-/// A deterministic pattern of `len` bytes.
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
-}
-
 fn uuid(dev: &Path) -> String {
     run(
         "blkid",
@@ -205,7 +179,7 @@ async fn teardown(c: &mut Client, env: &NodeEnv, id: &str) {
             .unwrap();
     }
     for _ in 0..2 {
-        c.node_unstage_volume(unstage_req(env, id)).await.unwrap();
+        unstage_volume(c, env, id).await;
     }
     assert!(!is_mounted(&env.target(id)), "{id} still published");
     assert!(!is_mounted(&env.staging(id)), "{id} still staged");
@@ -270,7 +244,7 @@ async fn kill_9_during_stage_and_publish_then_the_same_requests_succeed() {
         for hold in [Hold::Before, Hold::During, Hold::After] {
             let id = format!("k9-{fs}-{}", hold.name());
             let dev = env.volume(&id, 320 * MIB).dev.clone();
-            let c = client(&env).await;
+            let c = env.client().await;
             let req = stage_req(&env, &id, mount_cap(fs));
             let mut c2 = c.clone();
             kill_at(&mut env, &format!("mkfs.{fs}"), hold, async move {
@@ -279,7 +253,7 @@ async fn kill_9_during_stage_and_publish_then_the_same_requests_succeed() {
             .await;
             let done_before = formats(&env, &[&dev]);
             let uuid_before = uuid_or_none(&dev);
-            let mut c = client(&env).await;
+            let mut c = env.client().await;
             // kubelet's retry: the same request.
             c.node_stage_volume(stage_req(&env, &id, mount_cap(fs)))
                 .await
@@ -313,7 +287,7 @@ async fn kill_9_during_stage_and_publish_then_the_same_requests_succeed() {
             env.kill9();
             let _ = t.await.unwrap();
             env.start_driver();
-            let mut c = client(&env).await;
+            let mut c = env.client().await;
             c.node_publish_volume(publish_req(&env, &id, mount_cap(fs), false))
                 .await
                 .unwrap();
@@ -321,13 +295,8 @@ async fn kill_9_during_stage_and_publish_then_the_same_requests_succeed() {
             // Killed after both answered; kubelet (restarted too) repeats both.
             env.kill9();
             env.start_driver();
-            let mut c = client(&env).await;
-            c.node_stage_volume(stage_req(&env, &id, mount_cap(fs)))
-                .await
-                .unwrap();
-            c.node_publish_volume(publish_req(&env, &id, mount_cap(fs), false))
-                .await
-                .unwrap();
+            let mut c = env.client().await;
+            stage_and_publish(&mut c, &env, &id, mount_cap(fs), false).await;
             let read = std::fs::read(env.target(&id).join("data.bin")).unwrap();
             assert!(read == data, "{id}: data changed");
             assert!(formats(&env, &[&dev]) <= 1, "{id} formatted twice");
@@ -370,13 +339,8 @@ async fn kill_9_during_expand_then_the_same_request_grows_the_filesystem() {
     let id = "k9-expand-xfs";
     env.volume(id, 320 * MIB);
     let dev = dev_of(&env, id);
-    let mut c = client(&env).await;
-    c.node_stage_volume(stage_req(&env, id, mount_cap("xfs")))
-        .await
-        .unwrap();
-    c.node_publish_volume(publish_req(&env, id, mount_cap("xfs"), false))
-        .await
-        .unwrap();
+    let mut c = env.client().await;
+    stage_and_publish(&mut c, &env, id, mount_cap("xfs"), false).await;
     let data = pattern(11, 8 << 20);
     write_durable(&env.target(id).join("data.bin"), &data);
     let mut size = 320 * MIB;
@@ -401,14 +365,9 @@ async fn kill_9_during_expand_then_the_same_request_grows_the_filesystem() {
             c2.node_expand_volume(r).await
         })
         .await;
-        c = client(&env).await;
+        c = env.client().await;
         // kubelet restages and republishes after a plugin restart, then repeats the expand.
-        c.node_stage_volume(stage_req(&env, id, mount_cap("xfs")))
-            .await
-            .unwrap();
-        c.node_publish_volume(publish_req(&env, id, mount_cap("xfs"), false))
-            .await
-            .unwrap();
+        stage_and_publish(&mut c, &env, id, mount_cap("xfs"), false).await;
         c.node_expand_volume(req)
             .await
             .unwrap_or_else(|e| panic!("expand after kill -9 {hold:?} xfs_growfs: {e}"));
@@ -455,17 +414,12 @@ fn occupy(root: &Path, old: &Path) -> Vec<Loop> {
 async fn reboot_clears_mounts_and_renumbers_the_disk_then_stage_and_publish_again() {
     let mut env = start();
     let root = env.root().to_path_buf();
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     let mut written = Vec::new();
     for (i, fs) in ["ext4", "xfs"].iter().enumerate() {
         let id = format!("reboot-{fs}");
         env.volume(&id, 320 * MIB);
-        c.node_stage_volume(stage_req(&env, &id, mount_cap(fs)))
-            .await
-            .unwrap();
-        c.node_publish_volume(publish_req(&env, &id, mount_cap(fs), false))
-            .await
-            .unwrap();
+        stage_and_publish(&mut c, &env, &id, mount_cap(fs), false).await;
         let data = pattern(20 + i as u64, 4 << 20);
         write_durable(&env.target(&id).join("data.bin"), &data);
         written.push((id, fs, data, uuid(&dev_of(&env, &format!("reboot-{fs}")))));
@@ -502,7 +456,7 @@ async fn reboot_clears_mounts_and_renumbers_the_disk_then_stage_and_publish_agai
     assert!(mounts_below(&root).is_empty());
     assert!(env.staging(&written[0].0).is_dir(), "directories are left");
     env.start_driver();
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     for (n, (id, fs, data, fs_uuid)) in written.iter().enumerate() {
         let dev = dev_of(&env, id);
         for _ in 0..2 {
@@ -536,17 +490,12 @@ async fn reboot_clears_mounts_and_renumbers_the_disk_then_stage_and_publish_agai
 async fn a_disk_vanishing_while_mounted_still_unpublishes_and_unstages() {
     let mut env = start();
     let root = env.root().to_path_buf();
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     for fs in ["ext4", "xfs"] {
         let id = format!("vanish-{fs}");
         env.volume(&id, 320 * MIB);
         let dev = dev_of(&env, &id);
-        c.node_stage_volume(stage_req(&env, &id, mount_cap(fs)))
-            .await
-            .unwrap();
-        c.node_publish_volume(publish_req(&env, &id, mount_cap(fs), false))
-            .await
-            .unwrap();
+        stage_and_publish(&mut c, &env, &id, mount_cap(fs), false).await;
         let data = pattern(30, 4 << 20);
         write_durable(&env.target(&id).join("data.bin"), &data);
         let fs_uuid = uuid(&dev);
@@ -577,12 +526,7 @@ async fn a_disk_vanishing_while_mounted_still_unpublishes_and_unstages() {
         std::os::unix::fs::symlink(&again.dev, &link).unwrap();
         let new_dev = again.dev.clone();
         env.loops.push(again);
-        c.node_stage_volume(stage_req(&env, &id, mount_cap(fs)))
-            .await
-            .unwrap();
-        c.node_publish_volume(publish_req(&env, &id, mount_cap(fs), false))
-            .await
-            .unwrap();
+        stage_and_publish(&mut c, &env, &id, mount_cap(fs), false).await;
         assert_eq!(
             std::fs::read(env.target(&id).join("data.bin")).unwrap(),
             data
@@ -616,16 +560,11 @@ fn fill(dir: &Path) -> u64 {
 async fn a_full_filesystem_restages_and_grows() {
     let mut env = start();
     let root = env.root().to_path_buf();
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     let id = "full-ext4";
     env.volume(id, 64 * MIB);
     let dev = dev_of(&env, id);
-    c.node_stage_volume(stage_req(&env, id, mount_cap("ext4")))
-        .await
-        .unwrap();
-    c.node_publish_volume(publish_req(&env, id, mount_cap("ext4"), false))
-        .await
-        .unwrap();
+    stage_and_publish(&mut c, &env, id, mount_cap("ext4"), false).await;
     let data = pattern(40, 2 << 20);
     write_durable(&env.target(id).join("data.bin"), &data);
     let filled = fill(&env.target(id));
@@ -638,12 +577,7 @@ async fn a_full_filesystem_restages_and_grows() {
     assert!(!abnormal, "a full filesystem is not abnormal: {msg}");
     // kubelet restarts the pod: unpublish, unstage, stage, publish of the full filesystem.
     teardown(&mut c, &env, id).await;
-    c.node_stage_volume(stage_req(&env, id, mount_cap("ext4")))
-        .await
-        .unwrap();
-    c.node_publish_volume(publish_req(&env, id, mount_cap("ext4"), false))
-        .await
-        .unwrap();
+    stage_and_publish(&mut c, &env, id, mount_cap("ext4"), false).await;
     assert_eq!(
         std::fs::read(env.target(id).join("data.bin")).unwrap(),
         data
@@ -726,7 +660,7 @@ impl Drop for Tmpfs {
 async fn a_filesystem_the_kernel_made_read_only_is_reported_and_recovers() {
     let env = start();
     let root = env.root().to_path_buf();
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     let id = "eio-ext4";
     // The disk's backing file lives on a 48 MiB tmpfs: writes past that fail with an I/O
     // error below ext4, which then (errors=remount-ro) stops writing.
@@ -735,12 +669,7 @@ async fn a_filesystem_the_kernel_made_read_only_is_reported_and_recovers() {
     std::os::unix::fs::symlink(&disk.dev, env.by_id.join(format!("virtio-{id}"))).unwrap();
     let dev = disk.dev.clone();
     let cap = mount_cap_flags("ext4", Mode::SingleNodeWriter, &["errors=remount-ro"]);
-    c.node_stage_volume(stage_req(&env, id, cap.clone()))
-        .await
-        .unwrap();
-    c.node_publish_volume(publish_req(&env, id, cap.clone(), false))
-        .await
-        .unwrap();
+    stage_and_publish(&mut c, &env, id, cap.clone(), false).await;
     let data = pattern(50, 2 << 20);
     write_durable(&env.target(id).join("data.bin"), &data);
     let target = env.target(id);
@@ -775,12 +704,7 @@ async fn a_filesystem_the_kernel_made_read_only_is_reported_and_recovers() {
     // unstage) and starts it again (stage, publish): the filesystem mounts read-write.
     small.resize("512m");
     teardown(&mut c, &env, id).await;
-    c.node_stage_volume(stage_req(&env, id, cap.clone()))
-        .await
-        .unwrap();
-    c.node_publish_volume(publish_req(&env, id, cap.clone(), false))
-        .await
-        .unwrap();
+    stage_and_publish(&mut c, &env, id, cap.clone(), false).await;
     assert_eq!(std::fs::read(target.join("data.bin")).unwrap(), data);
     write_durable(&target.join("after.bin"), b"writable again");
     let (_, abnormal, msg) = stats(&mut c, id, &target).await.unwrap();

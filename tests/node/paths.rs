@@ -12,19 +12,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use blockdev::{
-    is_mounted, mount_cap, mounts_below, publish_req, stage_req, unpublish_req, NodeEnv,
+    is_mounted, mount_cap, mounts_below, publish_req, stage_req, stage_volume, unpublish_req,
+    Client, NodeEnv,
 };
-use cinder_csi::server::csi::pb::node_client::NodeClient;
-use tonic::transport::Channel;
 use tonic::Code;
 
 const MIB: u64 = 1 << 20;
-
-type Client = NodeClient<Channel>;
-
-async fn client(env: &NodeEnv) -> Client {
-    NodeClient::new(env.driver().channel().await)
-}
 
 /// A directory outside the kubelet dir (inside the test's root, so the guard cleans it).
 fn outside(env: &NodeEnv) -> PathBuf {
@@ -65,10 +58,8 @@ fn invalid<T: std::fmt::Debug>(res: Result<T, tonic::Status>, what: &str) {
 /// Stage `id` normally; returns the client.
 async fn staged(env: &mut NodeEnv, id: &str) -> Client {
     env.volume(id, 64 * MIB);
-    let mut c = client(env).await;
-    c.node_stage_volume(stage_req(env, id, mount_cap("ext4")))
-        .await
-        .unwrap();
+    let mut c = env.client().await;
+    stage_volume(&mut c, env, id, mount_cap("ext4")).await;
     c
 }
 
@@ -111,7 +102,7 @@ async fn stage_through_a_symlink_is_refused_and_the_disk_stays_blank() {
     let mut env = NodeEnv::start();
     let id = "linkstage";
     let dev = env.volume(id, 64 * MIB).dev.clone();
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     let out = outside(&env);
     let staging = env.staging(id);
     // The staging path itself, then its parent, as a symlink to outside.
@@ -170,7 +161,7 @@ impl Drop for OutsideMount {
 #[tokio::test]
 async fn unpublish_of_a_symlink_to_outside_changes_nothing() {
     let env = NodeEnv::start();
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     let out = outside(&env);
     let mnt = OutsideMount::new(&out.join("mnt"));
     let id = "linkunpub";
@@ -204,8 +195,7 @@ async fn unpublish_of_a_symlink_to_outside_changes_nothing() {
 /// at every instant the path is either the real directory or the symlink.
 fn swapper(dir: PathBuf, link: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
     std::thread::spawn(move || {
-        let mut swaps = 0u64;
-        while !stop.load(Ordering::Relaxed) {
+        let swap = || {
             nix::fcntl::renameat2(
                 nix::fcntl::AT_FDCWD,
                 &dir,
@@ -213,19 +203,16 @@ fn swapper(dir: PathBuf, link: PathBuf, stop: Arc<AtomicBool>) -> std::thread::J
                 &link,
                 nix::fcntl::RenameFlags::RENAME_EXCHANGE,
             )
-            .unwrap();
+            .unwrap()
+        };
+        let mut swaps = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            swap();
             swaps += 1;
         }
         // Leave the real directory at `dir` (an even number of swaps).
         if swaps % 2 == 1 {
-            nix::fcntl::renameat2(
-                nix::fcntl::AT_FDCWD,
-                &dir,
-                nix::fcntl::AT_FDCWD,
-                &link,
-                nix::fcntl::RenameFlags::RENAME_EXCHANGE,
-            )
-            .unwrap();
+            swap();
         }
         swaps
     })

@@ -13,22 +13,14 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use blockdev::{
-    is_mounted, mount_cap, mount_cap_as, mount_cap_flags, publish_req, run, stage_req,
-    unpublish_req, unstage_req, NodeEnv,
+    is_mounted, mount_cap, mount_cap_as, mount_cap_flags, publish_req, run, stage_and_publish,
+    stage_req, stage_volume, unpublish_and_unstage, unstage_req, unstage_volume, NodeEnv,
 };
-use cinder_csi::server::csi::pb::node_client::NodeClient;
 use cinder_csi::server::csi::pb::volume_capability::access_mode::Mode;
 use cinder_csi::server::csi::pb::*;
-use tonic::transport::Channel;
 use tonic::Code;
 
 const MIB: u64 = 1 << 20;
-
-type Client = NodeClient<Channel>;
-
-async fn client(env: &NodeEnv) -> Client {
-    NodeClient::new(env.driver().channel().await)
-}
 
 /// Hash of the whole backing file: what reached the "disk".
 fn disk_hash(env: &NodeEnv, id: &str) -> u64 {
@@ -97,7 +89,7 @@ fn dirty_filesystem(env: &NodeEnv, dev: &Path, fs: &str) {
 #[tokio::test]
 async fn read_only_stage_never_replays_a_journal() {
     let mut env = NodeEnv::start();
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     for fs in ["ext4", "ext3", "xfs"] {
         let id = format!("dirty-{fs}");
         let dev = env.volume(&id, 320 * MIB).dev.clone();
@@ -106,9 +98,7 @@ async fn read_only_stage_never_replays_a_journal() {
         // A plain read-only mount here would replay the journal and change the disk (checked
         // by hand: ext4 and xfs both do); the stage must not.
         let ro = mount_cap_as(fs, Mode::MultiNodeReaderOnly);
-        c.node_stage_volume(stage_req(&env, &id, ro.clone()))
-            .await
-            .unwrap();
+        stage_volume(&mut c, &env, &id, ro.clone()).await;
         assert!(is_mounted(&env.staging(&id)), "{fs}");
         assert!(mount_options(&env.staging(&id)).starts_with("ro"), "{fs}");
         // Readable; without the replay it shows the filesystem as of its last checkpoint
@@ -117,10 +107,7 @@ async fn read_only_stage_never_replays_a_journal() {
         c.node_publish_volume(publish_req(&env, &id, ro, true))
             .await
             .unwrap();
-        c.node_unpublish_volume(unpublish_req(&env, &id))
-            .await
-            .unwrap();
-        c.node_unstage_volume(unstage_req(&env, &id)).await.unwrap();
+        unpublish_and_unstage(&mut c, &env, &id).await;
         assert_eq!(
             disk_hash(&env, &id),
             before,
@@ -131,16 +118,14 @@ async fn read_only_stage_never_replays_a_journal() {
     let dev = env.volume("ro-btrfs", 320 * MIB).dev.clone();
     run("mkfs.btrfs", &["-q", dev.to_str().unwrap()]);
     let before = disk_hash(&env, "ro-btrfs");
-    c.node_stage_volume(stage_req(
+    stage_volume(
+        &mut c,
         &env,
         "ro-btrfs",
         mount_cap_as("btrfs", Mode::SingleNodeReaderOnly),
-    ))
-    .await
-    .unwrap();
-    c.node_unstage_volume(unstage_req(&env, "ro-btrfs"))
-        .await
-        .unwrap();
+    )
+    .await;
+    unstage_volume(&mut c, &env, "ro-btrfs").await;
     assert_eq!(disk_hash(&env, "ro-btrfs"), before);
 }
 
@@ -160,7 +145,7 @@ fn write_mbr(dev: &Path, kind: u8) {
 #[tokio::test]
 async fn stale_superblock_under_a_partition_table_is_refused() {
     let mut env = NodeEnv::start();
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     // ext4 on the whole disk, then a dos label with one partition (sfdisk keeps the old
     // superblock at 1 KiB); xfs, then a GPT (parted keeps sector 0's boot code area, and
     // with it "XFSB").
@@ -201,7 +186,7 @@ async fn stale_superblock_under_a_partition_table_is_refused() {
 async fn read_only_publish_keeps_the_mount_flags() {
     let mut env = NodeEnv::start();
     env.volume("flags", 64 * MIB);
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     // Userspace-only options (fstab habits) are accepted and never reach the kernel.
     let rw = mount_cap_flags(
         "ext4",
@@ -215,9 +200,7 @@ async fn read_only_publish_keeps_the_mount_flags() {
             "defaults",
         ],
     );
-    c.node_stage_volume(stage_req(&env, "flags", rw.clone()))
-        .await
-        .unwrap();
+    stage_volume(&mut c, &env, "flags", rw.clone()).await;
     for _ in 0..2 {
         c.node_publish_volume(publish_req(&env, "flags", rw.clone(), true))
             .await
@@ -227,31 +210,19 @@ async fn read_only_publish_keeps_the_mount_flags() {
     for want in ["ro", "nosuid", "nodev", "noexec"] {
         assert!(opts.split(',').any(|o| o == want), "{want} missing: {opts}");
     }
-    c.node_unpublish_volume(unpublish_req(&env, "flags"))
-        .await
-        .unwrap();
-    c.node_unstage_volume(unstage_req(&env, "flags"))
-        .await
-        .unwrap();
+    unpublish_and_unstage(&mut c, &env, "flags").await;
 
     // `ro` among the flags: a read-only stage, and publishing it (readonly=false) twice is
     // not a mismatch.
     let ro = mount_cap_flags("ext4", Mode::SingleNodeWriter, &["ro"]);
-    c.node_stage_volume(stage_req(&env, "flags", ro.clone()))
-        .await
-        .unwrap();
+    stage_volume(&mut c, &env, "flags", ro.clone()).await;
     for _ in 0..2 {
         c.node_publish_volume(publish_req(&env, "flags", ro.clone(), false))
             .await
             .unwrap();
     }
     assert!(mount_options(&env.target("flags")).starts_with("ro"));
-    c.node_unpublish_volume(unpublish_req(&env, "flags"))
-        .await
-        .unwrap();
-    c.node_unstage_volume(unstage_req(&env, "flags"))
-        .await
-        .unwrap();
+    unpublish_and_unstage(&mut c, &env, "flags").await;
 }
 
 #[tokio::test]
@@ -267,14 +238,9 @@ async fn unstage_under_a_pod_is_refused_with_the_kubelet_dir_behind_a_symlink() 
 
 async fn unstage_under_a_pod(mut env: NodeEnv) {
     env.volume("inuse", 64 * MIB);
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     let rw = mount_cap("ext4");
-    c.node_stage_volume(stage_req(&env, "inuse", rw.clone()))
-        .await
-        .unwrap();
-    c.node_publish_volume(publish_req(&env, "inuse", rw, false))
-        .await
-        .unwrap();
+    stage_and_publish(&mut c, &env, "inuse", rw, false).await;
     let err = c
         .node_unstage_volume(unstage_req(&env, "inuse"))
         .await
@@ -290,12 +256,7 @@ async fn unstage_under_a_pod(mut env: NodeEnv) {
         "{err:?}"
     );
     assert!(is_mounted(&env.staging("inuse")));
-    c.node_unpublish_volume(unpublish_req(&env, "inuse"))
-        .await
-        .unwrap();
-    c.node_unstage_volume(unstage_req(&env, "inuse"))
-        .await
-        .unwrap();
+    unpublish_and_unstage(&mut c, &env, "inuse").await;
     assert!(!is_mounted(&env.staging("inuse")));
 }
 
@@ -305,20 +266,16 @@ async fn stage_recovers_a_broken_staging_mount() {
     // stage failed, so stage itself must clean it up.
     let mut env = NodeEnv::start();
     env.volume("eio", 320 * MIB);
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     let rw = mount_cap("xfs");
-    c.node_stage_volume(stage_req(&env, "eio", rw.clone()))
-        .await
-        .unwrap();
+    stage_volume(&mut c, &env, "eio", rw.clone()).await;
     std::fs::write(env.staging("eio").join("keep"), b"kept").unwrap();
     run("sync", &[]);
     let s = env.staging("eio");
     run("xfs_io", &["-x", "-c", "shutdown", s.to_str().unwrap()]);
     let err = std::fs::metadata(s.join("keep")).unwrap_err();
     assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
-    c.node_stage_volume(stage_req(&env, "eio", rw.clone()))
-        .await
-        .unwrap();
+    stage_volume(&mut c, &env, "eio", rw.clone()).await;
     assert_eq!(std::fs::read(s.join("keep")).unwrap(), b"kept");
     assert_eq!(blockdev::mounts_below(&s).len(), 1, "stacked mounts left");
     // Expand of a path where the volume is not: NotFound (kubelet retries), nothing grown.
@@ -333,7 +290,5 @@ async fn stage_recovers_a_broken_staging_mount() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::NotFound, "{err:?}");
-    c.node_unstage_volume(unstage_req(&env, "eio"))
-        .await
-        .unwrap();
+    unstage_volume(&mut c, &env, "eio").await;
 }

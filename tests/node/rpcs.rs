@@ -10,29 +10,19 @@ use std::path::Path;
 use std::time::Duration;
 
 use blockdev::{
-    block_cap, is_mounted, mount_cap, mount_cap_as, publish_req, run, stage_req, unpublish_req,
-    unstage_req, NodeEnv,
+    block_cap, is_mounted, mount_cap, mount_cap_as, publish_req, run, stage_req, stage_volume,
+    unpublish_req, unstage_volume, Client, NodeEnv,
 };
-use cinder_csi::server::csi::pb::node_client::NodeClient;
 use cinder_csi::server::csi::pb::volume_capability::access_mode::Mode;
 use cinder_csi::server::csi::pb::*;
-use tonic::transport::Channel;
 use tonic::Code;
 
 const MIB: u64 = 1 << 20;
 
-type Client = NodeClient<Channel>;
-
-async fn client(env: &NodeEnv) -> Client {
-    NodeClient::new(env.driver().channel().await)
-}
-
 /// Stage and publish, each twice (idempotency).
 async fn stage_publish(c: &mut Client, env: &NodeEnv, id: &str, cap: VolumeCapability, ro: bool) {
     for _ in 0..2 {
-        c.node_stage_volume(stage_req(env, id, cap.clone()))
-            .await
-            .unwrap();
+        stage_volume(c, env, id, cap.clone()).await;
     }
     for _ in 0..2 {
         c.node_publish_volume(publish_req(env, id, cap.clone(), ro))
@@ -51,7 +41,7 @@ async fn unpublish_unstage(c: &mut Client, env: &NodeEnv, id: &str) {
     }
     assert!(!env.target(id).exists(), "target left behind");
     for _ in 0..2 {
-        c.node_unstage_volume(unstage_req(env, id)).await.unwrap();
+        unstage_volume(c, env, id).await;
     }
     let staging = env.staging(id);
     assert!(staging.is_dir(), "the CO's staging dir was removed");
@@ -106,7 +96,7 @@ async fn lifecycle(fs: &str) {
     let mut env = NodeEnv::start();
     let id = format!("lifecycle-{fs}-0123456789abcdef");
     let dev = env.volume(&id, 320 * MIB).dev.clone();
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     let cap = mount_cap(fs);
 
     stage_publish(&mut c, &env, &id, cap.clone(), false).await;
@@ -162,7 +152,7 @@ async fn btrfs_lifecycle_keeps_data() {
 #[tokio::test]
 async fn devices_with_data_are_never_formatted() {
     let mut env = NodeEnv::start();
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
 
     // An ext4 filesystem holding a file, staged with fsType xfs: mounted as ext4, intact.
     let dev = env.volume("hasdata", 64 * MIB).dev.clone();
@@ -233,7 +223,7 @@ async fn devices_with_data_are_never_formatted() {
 async fn read_only_publish_refuses_writes_with_erofs() {
     let mut env = NodeEnv::start();
     env.volume("rovol", 64 * MIB);
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     stage_publish(&mut c, &env, "rovol", mount_cap("ext4"), true).await;
     let err = std::fs::write(env.target("rovol").join("x"), b"x").unwrap_err();
     assert_eq!(err.raw_os_error(), Some(libc::EROFS), "{err}");
@@ -258,7 +248,7 @@ async fn read_only_publish_is_read_only_in_propagated_copies() {
     run("mount", &["--bind", k, p]);
     env.start_driver();
     env.volume("ropeer", 64 * MIB);
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     stage_publish(&mut c, &env, "ropeer", mount_cap("ext4"), true).await;
     let copy = peer.join(env.target("ropeer").strip_prefix(&kubelet).unwrap());
     assert_eq!(
@@ -276,7 +266,7 @@ async fn read_only_publish_is_read_only_in_propagated_copies() {
 async fn block_publish_is_the_device_and_writes_reach_it() {
     let mut env = NodeEnv::start();
     let rdev = env.volume("blockvol", 64 * MIB).rdev();
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     stage_publish(
         &mut c,
         &env,
@@ -340,7 +330,7 @@ async fn online_expand(fs: &str) {
     let mut env = NodeEnv::start();
     let id = format!("grow-{fs}");
     env.volume(&id, 320 * MIB);
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     stage_publish(&mut c, &env, &id, mount_cap(fs), false).await;
     let before = nix::sys::statvfs::statvfs(&env.target(&id)).unwrap();
     env.loops[0].grow(640 * MIB);
@@ -396,14 +386,10 @@ fn has_cap_sys_resource() -> bool {
 async fn ext4_grows_at_stage_and_online_refusal_is_clear() {
     let mut env = NodeEnv::start();
     env.volume("ext4grow", 128 * MIB);
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     let cap = mount_cap("ext4");
-    c.node_stage_volume(stage_req(&env, "ext4grow", cap.clone()))
-        .await
-        .unwrap();
-    c.node_unstage_volume(unstage_req(&env, "ext4grow"))
-        .await
-        .unwrap();
+    stage_volume(&mut c, &env, "ext4grow", cap.clone()).await;
+    unstage_volume(&mut c, &env, "ext4grow").await;
     env.loops[0].grow(256 * MIB);
 
     // Restored-from-snapshot style: resizeRequired grows it while staging (offline for ext4).
@@ -435,9 +421,7 @@ async fn ext4_grows_at_stage_and_online_refusal_is_clear() {
         assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
         assert!(err.message().contains("CAP_SYS_RESOURCE"), "{err:?}");
     }
-    c.node_unstage_volume(unstage_req(&env, "ext4grow"))
-        .await
-        .unwrap();
+    unstage_volume(&mut c, &env, "ext4grow").await;
 }
 
 #[tokio::test]
@@ -445,7 +429,7 @@ async fn corrupted_mounts_are_cleaned_up() {
     // A shut-down xfs (what a failing disk leads to) answers every stat with EIO.
     let mut env = NodeEnv::start();
     env.volume("broken", 320 * MIB);
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     stage_publish(&mut c, &env, "broken", mount_cap("xfs"), false).await;
     run(
         "xfs_io",
@@ -477,7 +461,7 @@ async fn corrupted_mounts_are_cleaned_up() {
 async fn read_only_after_errors_is_an_abnormal_condition() {
     let mut env = NodeEnv::start();
     env.volume("roerr", 64 * MIB);
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     stage_publish(&mut c, &env, "roerr", mount_cap("ext4"), false).await;
     // What ext4 errors=remount-ro does: the superblock turns read-only under rw mounts.
     run(
@@ -505,8 +489,8 @@ async fn read_only_after_errors_is_an_abnormal_condition() {
 async fn concurrent_stage_of_one_volume_gives_exactly_one_aborted() {
     let mut env = NodeEnv::start();
     env.volume("racer", 1024 * MIB);
-    let mut a = client(&env).await;
-    let mut b = client(&env).await;
+    let mut a = env.client().await;
+    let mut b = env.client().await;
     let cap = mount_cap("ext4");
     let (ra, rb) = tokio::join!(
         a.node_stage_volume(stage_req(&env, "racer", cap.clone())),
@@ -520,16 +504,14 @@ async fn concurrent_stage_of_one_volume_gives_exactly_one_aborted() {
         codes.contains(&Code::Ok) && codes.contains(&Code::Aborted),
         "{codes:?}"
     );
-    a.node_unstage_volume(unstage_req(&env, "racer"))
-        .await
-        .unwrap();
+    unstage_volume(&mut a, &env, "racer").await;
 }
 
 #[tokio::test]
 async fn bad_paths_and_missing_devices_are_rejected() {
     let mut env = NodeEnv::start();
     env.volume("pathvol", 64 * MIB);
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     let cap = mount_cap("ext4");
     let kubelet = env.kubelet.display().to_string();
     for bad in [
@@ -580,7 +562,7 @@ fn waited_secs(msg: &str) -> f64 {
 #[tokio::test]
 async fn unknown_volume_is_not_found_after_the_bounded_wait() {
     let env = NodeEnv::start();
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     let wait = cinder_csi::driver::node::DEVICE_WAIT.as_secs_f64();
     for (id, cap, publish_code) in [
         (
@@ -627,14 +609,10 @@ async fn restage_with_the_other_access_type_is_already_exists() {
     let mut env = NodeEnv::start();
     let bdev = env.volume("rawvol", 64 * MIB).dev.clone();
     env.volume("fsvol", 64 * MIB);
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     let ext4 = mount_cap("ext4");
-    c.node_stage_volume(stage_req(&env, "rawvol", block_cap(Mode::SingleNodeWriter)))
-        .await
-        .unwrap();
-    c.node_stage_volume(stage_req(&env, "fsvol", ext4.clone()))
-        .await
-        .unwrap();
+    stage_volume(&mut c, &env, "rawvol", block_cap(Mode::SingleNodeWriter)).await;
+    stage_volume(&mut c, &env, "fsvol", ext4.clone()).await;
     // Block-staged, asked for a filesystem: refused before anything probes or formats it.
     let err = c
         .node_stage_volume(stage_req(&env, "rawvol", ext4.clone()))
@@ -669,7 +647,7 @@ async fn restage_with_the_other_access_type_is_already_exists() {
         );
     }
     for id in ["rawvol", "fsvol"] {
-        c.node_unstage_volume(unstage_req(&env, id)).await.unwrap();
+        unstage_volume(&mut c, &env, id).await;
         assert!(blockdev::mounts_below(&env.staging(id)).is_empty());
         assert_eq!(std::fs::read_dir(env.staging(id)).unwrap().count(), 0);
     }
@@ -679,20 +657,16 @@ async fn restage_with_the_other_access_type_is_already_exists() {
 async fn publish_without_staging_path_is_failed_precondition() {
     let mut env = NodeEnv::start();
     env.volume("nostage", 64 * MIB);
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     for cap in [mount_cap("ext4"), block_cap(Mode::SingleNodeWriter)] {
-        c.node_stage_volume(stage_req(&env, "nostage", cap.clone()))
-            .await
-            .unwrap();
+        stage_volume(&mut c, &env, "nostage", cap.clone()).await;
         let mut req = publish_req(&env, "nostage", cap, false);
         req.staging_target_path.clear();
         let err = c.node_publish_volume(req).await.unwrap_err();
         assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
         assert!(err.message().contains("staging_target_path"), "{err:?}");
         assert!(!env.target("nostage").exists(), "publish changed something");
-        c.node_unstage_volume(unstage_req(&env, "nostage"))
-            .await
-            .unwrap();
+        unstage_volume(&mut c, &env, "nostage").await;
     }
 }
 
@@ -702,7 +676,7 @@ async fn stats_are_not_found_where_the_volume_is_not() {
     env.volume("ext4vol", 128 * MIB);
     env.volume("btrfsvol", 320 * MIB);
     env.volume("rawvol", 64 * MIB);
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     stage_publish(&mut c, &env, "ext4vol", mount_cap("ext4"), false).await;
     stage_publish(&mut c, &env, "btrfsvol", mount_cap("btrfs"), false).await;
     stage_publish(
@@ -751,7 +725,7 @@ async fn stats_are_not_found_where_the_volume_is_not() {
 async fn read_only_block_publish_is_a_read_only_bind() {
     let mut env = NodeEnv::start();
     env.volume("roblock", 64 * MIB);
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     stage_publish(
         &mut c,
         &env,
@@ -801,7 +775,7 @@ async fn read_only_block_publish_is_a_read_only_bind() {
 #[tokio::test]
 async fn info_and_capabilities() {
     let env = NodeEnv::start();
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     let info = c
         .node_get_info(NodeGetInfoRequest {})
         .await
@@ -852,7 +826,7 @@ async fn info_and_capabilities() {
 #[tokio::test]
 async fn in_tree_migration_request_shapes() {
     let mut env = NodeEnv::start();
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     let pod_info = |uid: &str| -> HashMap<String, String> {
         [
             ("csi.storage.k8s.io/pod.name", "ro-1"),

@@ -12,9 +12,9 @@ use crate::support::blockdev;
 use std::path::Path;
 
 use blockdev::{
-    is_mounted, mount_cap, publish_req, run, stage_req, unpublish_req, unstage_req, NodeEnv,
+    is_mounted, mount_cap, publish_req, run, stage_volume, unpublish_and_unstage, unpublish_req,
+    unstage_volume, NodeEnv,
 };
-use cinder_csi::server::csi::pb::node_client::NodeClient;
 use cinder_csi::server::csi::pb::*;
 
 const MIB: u64 = 1 << 20;
@@ -59,7 +59,7 @@ async fn upstream_mounts_taken_over(fs: &str) {
     let uuid = blkid(&dev, "UUID");
     assert!(!uuid.is_empty(), "{fs}: no UUID after upstream's mkfs");
 
-    let mut c = NodeClient::new(env.driver().channel().await);
+    let mut c = env.client().await;
     let stats = c
         .node_get_volume_stats(NodeGetVolumeStatsRequest {
             volume_id: id.clone(),
@@ -106,16 +106,14 @@ async fn upstream_mounts_taken_over(fs: &str) {
         !is_mounted(&target),
         "{fs}: upstream's publish still mounted"
     );
-    c.node_unstage_volume(unstage_req(&env, &id)).await.unwrap();
+    unstage_volume(&mut c, &env, &id).await;
     assert!(
         !is_mounted(&staging),
         "{fs}: upstream's staging still mounted"
     );
 
     // The pod made again: staged and published by this driver, not formatted.
-    c.node_stage_volume(stage_req(&env, &id, mount_cap(fs)))
-        .await
-        .unwrap();
+    stage_volume(&mut c, &env, &id, mount_cap(fs)).await;
     assert_eq!(blkid(&dev, "UUID"), uuid, "{fs}: formatted again");
     c.node_publish_volume(publish_req(&env, &id, mount_cap(fs), false))
         .await
@@ -124,10 +122,7 @@ async fn upstream_mounts_taken_over(fs: &str) {
         std::fs::read_to_string(target.join("written-under-upstream")).unwrap(),
         id
     );
-    c.node_unpublish_volume(unpublish_req(&env, &id))
-        .await
-        .unwrap();
-    c.node_unstage_volume(unstage_req(&env, &id)).await.unwrap();
+    unpublish_and_unstage(&mut c, &env, &id).await;
     assert!(!is_mounted(&staging));
 }
 

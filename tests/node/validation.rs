@@ -10,22 +10,14 @@ use crate::support::blockdev;
 use std::path::{Path, PathBuf};
 
 use blockdev::{
-    block_cap, is_mounted, mount_cap_as, mount_cap_flags, publish_req, stage_req, unpublish_req,
-    unstage_req, NodeEnv,
+    block_cap, is_mounted, mount_cap_as, mount_cap_flags, publish_req, stage_and_publish,
+    stage_req, stage_volume, unpublish_and_unstage, unpublish_req, unstage_volume, NodeEnv,
 };
-use cinder_csi::server::csi::pb::node_client::NodeClient;
 use cinder_csi::server::csi::pb::volume_capability::access_mode::Mode;
 use cinder_csi::server::csi::pb::*;
-use tonic::transport::Channel;
 use tonic::Code;
 
 const MIB: u64 = 1 << 20;
-
-type Client = NodeClient<Channel>;
-
-async fn client(env: &NodeEnv) -> Client {
-    NodeClient::new(env.driver().channel().await)
-}
 
 fn snw(flags: &[&str]) -> VolumeCapability {
     mount_cap_flags("ext4", Mode::SingleNodeWriter, flags)
@@ -62,7 +54,7 @@ async fn names_too_long_are_invalid_argument() {
     let mut env = NodeEnv::start();
     let id = "toolong";
     env.volume(id, 64 * MIB);
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     // 10 KiB of 200-byte names, and one name of 300 bytes.
     let deep: String = (0..50).map(|_| format!("/{}", "d".repeat(200))).collect();
     let long = env.kubelet.join(format!("pods{deep}"));
@@ -77,9 +69,7 @@ async fn names_too_long_are_invalid_argument() {
         );
         assert!(msg.contains("shorter path"), "{msg}");
     }
-    c.node_stage_volume(stage_req(&env, id, snw(&[])))
-        .await
-        .unwrap();
+    stage_volume(&mut c, &env, id, snw(&[])).await;
     for p in [&long, &wide] {
         let req = at(publish_req(&env, id, snw(&[]), false), p);
         let msg = code(
@@ -90,7 +80,7 @@ async fn names_too_long_are_invalid_argument() {
         assert!(msg.contains("shorter path"), "{msg}");
     }
     assert!(!env.kubelet.join("pods").exists(), "something was created");
-    c.node_unstage_volume(unstage_req(&env, id)).await.unwrap();
+    unstage_volume(&mut c, &env, id).await;
 }
 
 #[tokio::test]
@@ -98,7 +88,7 @@ async fn unknown_or_forbidden_mount_flags_are_refused_at_stage_and_at_publish() 
     let mut env = NodeEnv::start();
     let id = "badflags";
     let dev = env.volume(id, 64 * MIB).dev.clone();
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     for flags in [
         &["notaflag"][..],
         &["noatime,nouuid"],
@@ -115,9 +105,7 @@ async fn unknown_or_forbidden_mount_flags_are_refused_at_stage_and_at_publish() 
     assert!(blank(&dev), "a refused stage wrote to the disk");
     assert!(!env.staging(id).exists());
 
-    c.node_stage_volume(stage_req(&env, id, snw(&[])))
-        .await
-        .unwrap();
+    stage_volume(&mut c, &env, id, snw(&[])).await;
     for flags in [
         &["notaflag"][..],
         &["remount"],
@@ -135,7 +123,7 @@ async fn unknown_or_forbidden_mount_flags_are_refused_at_stage_and_at_publish() 
         !env.target(id).exists(),
         "a refused publish created the target"
     );
-    c.node_unstage_volume(unstage_req(&env, id)).await.unwrap();
+    unstage_volume(&mut c, &env, id).await;
 }
 
 #[tokio::test]
@@ -143,7 +131,7 @@ async fn a_flag_value_the_kernel_refuses_is_invalid_argument() {
     let mut env = NodeEnv::start();
     let id = "badvalue";
     env.volume(id, 64 * MIB);
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     let msg = code(
         c.node_stage_volume(stage_req(&env, id, snw(&["commit=soon"])))
             .await,
@@ -159,7 +147,7 @@ async fn flags_kubelet_and_storage_classes_send_keep_working() {
     let mut env = NodeEnv::start();
     let id = "goodflags";
     env.volume(id, 64 * MIB);
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     let mut flags = vec![
         "noatime",
         "nodiratime,nosuid",
@@ -176,23 +164,15 @@ async fn flags_kubelet_and_storage_classes_send_keep_working() {
         eprintln!("no SELinux on this host: {ctx} is not mounted here");
     }
     let cap = snw(&flags);
-    c.node_stage_volume(stage_req(&env, id, cap.clone()))
-        .await
-        .unwrap();
-    c.node_publish_volume(publish_req(&env, id, cap, false))
-        .await
-        .unwrap();
+    stage_and_publish(&mut c, &env, id, cap, false).await;
     assert!(is_mounted(&env.target(id)));
-    c.node_unpublish_volume(unpublish_req(&env, id))
-        .await
-        .unwrap();
-    c.node_unstage_volume(unstage_req(&env, id)).await.unwrap();
+    unpublish_and_unstage(&mut c, &env, id).await;
 }
 
 #[tokio::test]
 async fn stats_and_expand_where_no_volume_is_are_not_found() {
     let env = NodeEnv::start();
-    let mut c = client(&env).await;
+    let mut c = env.client().await;
     let empty = env
         .kubelet
         .join("pods/none/volumes/kubernetes.io~csi/v/mount");
@@ -244,10 +224,8 @@ async fn second_target_case(cap: VolumeCapability, single: bool) {
     let mut env = NodeEnv::start();
     let id = "snsw";
     env.volume(id, 64 * MIB);
-    let mut c = client(&env).await;
-    c.node_stage_volume(stage_req(&env, id, cap.clone()))
-        .await
-        .unwrap();
+    let mut c = env.client().await;
+    stage_volume(&mut c, &env, id, cap.clone()).await;
     let first = publish_req(&env, id, cap.clone(), false);
     c.node_publish_volume(first.clone()).await.unwrap();
     // The same target again is idempotent.
@@ -274,10 +252,7 @@ async fn second_target_case(cap: VolumeCapability, single: bool) {
     })
     .await
     .unwrap();
-    c.node_unpublish_volume(unpublish_req(&env, id))
-        .await
-        .unwrap();
-    c.node_unstage_volume(unstage_req(&env, id)).await.unwrap();
+    unpublish_and_unstage(&mut c, &env, id).await;
 }
 
 #[tokio::test]

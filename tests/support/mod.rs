@@ -9,6 +9,7 @@
 //! - `faults`, `faults_cloud`: the fault-injecting HTTP proxy and its test-cloud scenarios;
 //! - `kube_api_support`: the standalone kube-apiserver's env;
 //! - `doctor_support`: running `cinder-csi doctor`;
+//! - `payload`: the byte patterns tests write durably and read back;
 //! - `seq_writer`: the ordered writer group snapshot tests check for gaps;
 //! - `die_with_parent`: every spawned driver dies with the test process.
 #![allow(dead_code, unused_imports)] // each binary uses a different part
@@ -24,4 +25,5 @@ pub mod kube_api_support;
 pub mod launch;
 pub mod local_rig;
 pub mod openstack_support;
+pub mod payload;
 pub mod seq_writer;

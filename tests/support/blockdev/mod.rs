@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::support::common::Driver;
+use cinder_csi::server::csi::pb::node_client::NodeClient;
 use cinder_csi::server::csi::pb::volume_capability::access_mode::Mode;
 use cinder_csi::server::csi::pb::volume_capability::{
     AccessMode, AccessType, BlockVolume, MountVolume,
@@ -18,6 +19,8 @@ use cinder_csi::server::csi::pb::{
     NodePublishVolumeRequest, NodeStageVolumeRequest, NodeUnpublishVolumeRequest,
     NodeUnstageVolumeRequest, VolumeCapability,
 };
+
+use tonic::transport::Channel;
 
 pub use crate::support::caps::{block_cap, mount_cap, mount_cap_as, mount_cap_flags};
 
@@ -151,6 +154,9 @@ pub struct NodeEnv {
     pub envs: Vec<(String, std::ffi::OsString)>,
 }
 
+/// A Node service client.
+pub type Client = NodeClient<Channel>;
+
 impl NodeEnv {
     pub fn start() -> NodeEnv {
         Self::start_with(false)
@@ -239,6 +245,11 @@ impl NodeEnv {
 
     pub fn root(&self) -> &Path {
         self.root.as_ref().unwrap().path()
+    }
+
+    /// A Node client to the running driver.
+    pub async fn client(&self) -> Client {
+        NodeClient::new(self.driver().channel().await)
     }
 
     pub fn driver(&self) -> &Driver {
@@ -357,4 +368,57 @@ pub fn unstage_req(env: &NodeEnv, id: &str) -> NodeUnstageVolumeRequest {
         volume_id: id.into(),
         staging_target_path: env.staging(id).display().to_string(),
     }
+}
+
+// The steps most node tests take on their way to what they check; each must succeed.
+
+/// A failed step names itself and the volume (the caller's line is lost in an async fn).
+fn succeeds<T>(r: Result<tonic::Response<T>, tonic::Status>, step: &str, id: &str) {
+    if let Err(e) = r {
+        panic!("{step} {id}: {e:?}");
+    }
+}
+
+/// Stage volume `id` once.
+pub async fn stage_volume(c: &mut Client, env: &NodeEnv, id: &str, cap: VolumeCapability) {
+    succeeds(
+        c.node_stage_volume(stage_req(env, id, cap)).await,
+        "stage",
+        id,
+    );
+}
+
+/// Unstage volume `id` once.
+pub async fn unstage_volume(c: &mut Client, env: &NodeEnv, id: &str) {
+    succeeds(
+        c.node_unstage_volume(unstage_req(env, id)).await,
+        "unstage",
+        id,
+    );
+}
+
+/// Stage volume `id`, then publish it, each once.
+pub async fn stage_and_publish(
+    c: &mut Client,
+    env: &NodeEnv,
+    id: &str,
+    cap: VolumeCapability,
+    ro: bool,
+) {
+    stage_volume(c, env, id, cap.clone()).await;
+    succeeds(
+        c.node_publish_volume(publish_req(env, id, cap, ro)).await,
+        "publish",
+        id,
+    );
+}
+
+/// Unpublish volume `id`, then unstage it, each once.
+pub async fn unpublish_and_unstage(c: &mut Client, env: &NodeEnv, id: &str) {
+    succeeds(
+        c.node_unpublish_volume(unpublish_req(env, id)).await,
+        "unpublish",
+        id,
+    );
+    unstage_volume(c, env, id).await;
 }

@@ -5,7 +5,6 @@
 #![allow(dead_code)]
 
 use std::collections::HashMap;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -159,6 +158,7 @@ impl Drop for Rig {
 }
 
 pub use crate::support::caps::mount_cap;
+pub use crate::support::payload::{pattern, write_durable};
 
 /// A volume as kubelet holds it once published into a pod.
 pub struct InPod {
@@ -311,24 +311,4 @@ pub async fn fs_bytes(c: &Client, p: &InPod) -> i64 {
         .find(|u| u.unit == pb::volume_usage::Unit::Bytes as i32)
         .unwrap()
         .total
-}
-
-/// A deterministic, incompressible-looking pattern of `len` bytes.
-pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
-}
-
-/// Write `data` to `path` and make it durable (what a careful application does).
-pub fn write_durable(path: &Path, data: &[u8]) {
-    let f = std::fs::File::create(path).unwrap();
-    f.write_all_at(data, 0).unwrap();
-    f.sync_all().unwrap();
 }
