@@ -6,9 +6,11 @@ use crate::support::launch::Launch;
 use cinder_csi::server::csi::pb::identity_client::IdentityClient;
 use cinder_csi::server::csi::pb::plugin_capability::{self, service};
 use cinder_csi::server::csi::pb::{
-    GetPluginCapabilitiesRequest, GetPluginInfoRequest, ProbeRequest,
+    GetPluginCapabilitiesRequest, GetPluginInfoRequest, GetPluginInfoResponse, PluginCapability,
+    ProbeRequest,
 };
 use common::{http_get, Driver};
+use tonic::transport::Channel;
 
 fn node_args(dir: &std::path::Path) -> Vec<String> {
     vec![
@@ -25,7 +27,37 @@ fn node_args(dir: &std::path::Path) -> Vec<String> {
     ]
 }
 
-fn services(caps: &[cinder_csi::server::csi::pb::PluginCapability]) -> Vec<service::Type> {
+/// A node-mode driver on the local backend, its kubelet dir in its own temp dir, with `extra`
+/// arguments.
+fn start_node(extra: &[&str]) -> Driver {
+    let dir = tempfile::tempdir().unwrap();
+    let kubelet = dir.path().join("kubelet");
+    std::fs::create_dir(&kubelet).unwrap();
+    let args = node_args(&kubelet);
+    let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+    args.extend_from_slice(extra);
+    let socket = dir.path().join("csi.sock");
+    Driver::start_at(dir, socket, &args)
+}
+
+async fn plugin_info(client: &mut IdentityClient<Channel>) -> GetPluginInfoResponse {
+    client
+        .get_plugin_info(GetPluginInfoRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+async fn plugin_caps(client: &mut IdentityClient<Channel>) -> Vec<PluginCapability> {
+    client
+        .get_plugin_capabilities(GetPluginCapabilitiesRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .capabilities
+}
+
+fn services(caps: &[PluginCapability]) -> Vec<service::Type> {
     caps.iter()
         .filter_map(|c| match &c.r#type {
             Some(plugin_capability::Type::Service(s)) => service::Type::try_from(s.r#type).ok(),
@@ -36,27 +68,15 @@ fn services(caps: &[cinder_csi::server::csi::pb::PluginCapability]) -> Vec<servi
 
 #[tokio::test]
 async fn node_mode_identity_rpcs() {
-    let tmp = tempfile::tempdir().unwrap();
-    let args = node_args(tmp.path());
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let driver = Driver::start(&args);
+    let driver = start_node(&[]);
     let mut client = IdentityClient::new(driver.channel().await);
 
-    let info = client
-        .get_plugin_info(GetPluginInfoRequest {})
-        .await
-        .unwrap()
-        .into_inner();
+    let info = plugin_info(&mut client).await;
     assert_eq!(info.name, "cinder.csi.openstack.org");
     assert!(info.vendor_version.starts_with(env!("CARGO_PKG_VERSION")));
     assert!(info.vendor_version.contains('+'), "{}", info.vendor_version);
 
-    let caps = client
-        .get_plugin_capabilities(GetPluginCapabilitiesRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .capabilities;
+    let caps = plugin_caps(&mut client).await;
     let svc = services(&caps);
     assert!(
         !svc.contains(&service::Type::ControllerService),
@@ -74,42 +94,18 @@ async fn node_mode_identity_rpcs() {
 
 #[tokio::test]
 async fn custom_driver_name_and_no_topology() {
-    let tmp = tempfile::tempdir().unwrap();
-    let mut args = node_args(tmp.path());
-    args.extend([
-        "--driver-name=example.csi.test".into(),
-        "--with-topology=false".into(),
-    ]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let driver = Driver::start(&args);
+    let driver = start_node(&["--driver-name=example.csi.test", "--with-topology=false"]);
     let mut client = IdentityClient::new(driver.channel().await);
-    let info = client
-        .get_plugin_info(GetPluginInfoRequest {})
-        .await
-        .unwrap()
-        .into_inner();
+    let info = plugin_info(&mut client).await;
     assert_eq!(info.name, "example.csi.test");
-    let caps = client
-        .get_plugin_capabilities(GetPluginCapabilitiesRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .capabilities;
+    let caps = plugin_caps(&mut client).await;
     assert!(!services(&caps).contains(&service::Type::VolumeAccessibilityConstraints));
 }
 
 #[tokio::test]
 async fn http_endpoint_serves_health_and_rpc_metrics() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let tmp = tempfile::tempdir().unwrap();
-    let mut args = node_args(tmp.path());
-    args.push(format!("--http-endpoint=127.0.0.1:{port}"));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let driver = Driver::start(&args);
+    let port = free_port();
+    let driver = start_node(&[&format!("--http-endpoint=127.0.0.1:{port}")]);
     let mut client = IdentityClient::new(driver.channel().await);
     for _ in 0..3 {
         client.probe(ProbeRequest {}).await.unwrap();
@@ -143,12 +139,7 @@ async fn upstream_node_arguments_are_accepted() {
         &kubelet,
     ]);
     let mut client = IdentityClient::new(driver.channel().await);
-    let caps = client
-        .get_plugin_capabilities(GetPluginCapabilitiesRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .capabilities;
+    let caps = plugin_caps(&mut client).await;
     assert!(!services(&caps).contains(&service::Type::ControllerService));
 }
 

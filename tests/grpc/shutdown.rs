@@ -10,8 +10,9 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use cinder_csi::server::csi::pb::node_client::NodeClient;
-use cinder_csi::server::csi::pb::NodeGetInfoRequest;
+use cinder_csi::server::csi::pb::{NodeGetInfoRequest, NodeGetInfoResponse};
 use common::Driver;
+use tokio::task::JoinHandle;
 
 const INSTANCE: &str = "0b5c2b1e-7c55-4b7c-9a4a-3f3c9f1d2e11";
 /// The longest the service holds an answer back: well under the driver's 10 s metadata
@@ -107,19 +108,46 @@ fn sigterm(driver: &Driver) {
     .unwrap();
 }
 
-#[tokio::test]
-async fn sigterm_lets_a_slow_rpc_finish_then_removes_the_socket() {
+/// A node driver SIGTERMed while its NodeGetInfo waits on the metadata service: draining,
+/// refusing new connections, the RPC still held back until the test releases it.
+struct Draining {
+    svc: SlowMetadata,
+    driver: Driver,
+    socket: std::path::PathBuf,
+    call: JoinHandle<Result<tonic::Response<NodeGetInfoResponse>, tonic::Status>>,
+    _kubelet: tempfile::TempDir,
+}
+
+async fn sigterm_during_a_slow_rpc() -> Draining {
     let svc = slow_metadata_service();
     let kubelet = tempfile::tempdir().unwrap();
-    let mut driver = start_node(&svc, &kubelet);
+    let driver = start_node(&svc, &kubelet);
     let socket = driver.socket.clone();
-
     let mut client = NodeClient::new(driver.channel().await);
     let call = tokio::spawn(async move { client.node_get_info(NodeGetInfoRequest {}).await });
     svc.wait_for_request().await;
     sigterm(&driver);
-    // The driver is shutting down while the RPC is still held back; only now it may finish.
     wait_until_refused(&socket).await;
+    Draining {
+        svc,
+        driver,
+        socket,
+        call,
+        _kubelet: kubelet,
+    }
+}
+
+#[tokio::test]
+async fn sigterm_lets_a_slow_rpc_finish_then_removes_the_socket() {
+    // `_kubelet` first: dropped last, after the driver.
+    let Draining {
+        _kubelet,
+        svc,
+        mut driver,
+        socket,
+        call,
+    } = sigterm_during_a_slow_rpc().await;
+    // The driver is shutting down while the RPC is still held back; only now it may finish.
     assert!(
         !call.is_finished(),
         "the RPC ended before its answer was released"
@@ -139,16 +167,14 @@ async fn sigterm_lets_a_slow_rpc_finish_then_removes_the_socket() {
 
 #[tokio::test]
 async fn new_connections_are_refused_while_draining() {
-    let svc = slow_metadata_service();
-    let kubelet = tempfile::tempdir().unwrap();
-    let mut driver = start_node(&svc, &kubelet);
-    let socket = driver.socket.clone();
-    let mut client = NodeClient::new(driver.channel().await);
-    let call = tokio::spawn(async move { client.node_get_info(NodeGetInfoRequest {}).await });
-    svc.wait_for_request().await;
-    sigterm(&driver);
+    let Draining {
+        _kubelet,
+        svc,
+        mut driver,
+        call,
+        ..
+    } = sigterm_during_a_slow_rpc().await;
     // Still draining (the RPC is held until released below), yet nobody new can connect.
-    wait_until_refused(&socket).await;
     assert!(
         driver.child.as_mut().unwrap().try_wait().unwrap().is_none(),
         "exited early"
@@ -180,11 +206,7 @@ async fn an_idle_client_connection_does_not_hold_up_shutdown() {
         .await
         .expect("NodeGetInfo");
     let started = Instant::now();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(driver.pid()),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
+    sigterm(&driver);
     let status = driver.child.take().unwrap().wait().unwrap();
     let took = started.elapsed();
     assert!(status.success());

@@ -1,6 +1,6 @@
 //! Startup contract: configuration errors exit 64 with one clear line before anything binds.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn run(args: &[&str]) -> (Option<i32>, String) {
@@ -188,8 +188,10 @@ fn help_lists_the_flags_and_version_has_the_revision() {
     }
 }
 
-#[test]
-fn cloud_config_errors_exit_64_naming_file_and_line() {
+/// A temp dir with a cloud.conf whose line 3 is wrong (`tls-insecure = maybe`), and the
+/// endpoint of a socket in it that a failed start must not leave behind: (dir, socket,
+/// endpoint, cloud.conf, `--cloud-config=` argument).
+fn bad_conf() -> (tempfile::TempDir, PathBuf, String, PathBuf, String) {
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("csi.sock");
     let ep = format!("unix://{}", sock.display());
@@ -200,6 +202,12 @@ fn cloud_config_errors_exit_64_naming_file_and_line() {
     )
     .unwrap();
     let conf_arg = format!("--cloud-config={}", conf.display());
+    (dir, sock, ep, conf, conf_arg)
+}
+
+#[test]
+fn cloud_config_errors_exit_64_naming_file_and_line() {
+    let (dir, sock, ep, conf, conf_arg) = bad_conf();
     let (code, stderr) = run(&["--endpoint", &ep, "--mode", "controller", &conf_arg]);
     assert_eq!(code, Some(64), "{stderr}");
     let want = format!("{}:3", conf.display());
@@ -230,16 +238,7 @@ fn cloud_config_errors_exit_64_naming_file_and_line() {
 /// log filter, cloud.conf), so a log pipeline parsing JSON sees why the pod restarts.
 #[test]
 fn fatal_errors_are_json_lines_under_log_format_json() {
-    let dir = tempfile::tempdir().unwrap();
-    let sock = dir.path().join("csi.sock");
-    let ep = format!("unix://{}", sock.display());
-    let conf = dir.path().join("cloud.conf");
-    std::fs::write(
-        &conf,
-        "[Global]\nauth-url = http://127.0.0.1:5000/v3\ntls-insecure = maybe\n",
-    )
-    .unwrap();
-    let conf_arg = format!("--cloud-config={}", conf.display());
+    let (_dir, sock, ep, conf, conf_arg) = bad_conf();
     let cases: Vec<(Vec<&str>, String)> = vec![
         (
             vec![
