@@ -14,25 +14,13 @@ async fn create_with(
     params: &[(&str, &str)],
 ) -> pb::Volume {
     let req = pb::CreateVolumeRequest {
-        name: name.into(),
-        capacity_range: Some(pb::CapacityRange {
-            required_bytes: GIB,
-            limit_bytes: 0,
-        }),
-        volume_capabilities: vec![mount_cap("ext4")],
         parameters: params
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect::<HashMap<_, _>>(),
-        ..Default::default()
+        ..create_req(name, GIB, "ext4")
     };
-    c.controller()
-        .create_volume(c.req(req))
-        .await
-        .unwrap()
-        .into_inner()
-        .volume
-        .unwrap()
+    create_volume(c, req).await
 }
 
 #[tokio::test]

@@ -42,6 +42,22 @@ async fn create_group(
         .map(|r| r.into_inner().group_snapshot.unwrap())
 }
 
+/// DeleteVolumeGroupSnapshot of `g` (naming `snapshot_ids`, if any), which must succeed.
+async fn delete_group(
+    c: &cinder_csi::tools::ctl::Client,
+    g: &pb::VolumeGroupSnapshot,
+    snapshot_ids: Vec<String>,
+) {
+    c.group_controller()
+        .delete_volume_group_snapshot(c.req(pb::DeleteVolumeGroupSnapshotRequest {
+            group_snapshot_id: g.group_snapshot_id.clone(),
+            snapshot_ids,
+            ..Default::default()
+        }))
+        .await
+        .unwrap();
+}
+
 fn state_files(rig: &Rig, sub: &str) -> Vec<PathBuf> {
     std::fs::read_dir(rig.dir.join("state").join(sub))
         .map(|rd| rd.flatten().map(|e| e.path()).collect())
@@ -172,14 +188,7 @@ async fn a_group_snapshot_under_writes_restores_a_consistent_point() {
     }
     let ids_given: Vec<String> = g.snapshots.iter().map(|s| s.snapshot_id.clone()).collect();
     for _ in 0..2 {
-        c.group_controller()
-            .delete_volume_group_snapshot(c.req(pb::DeleteVolumeGroupSnapshotRequest {
-                group_snapshot_id: g.group_snapshot_id.clone(),
-                snapshot_ids: ids_given.clone(),
-                ..Default::default()
-            }))
-            .await
-            .unwrap();
+        delete_group(&c, &g, ids_given.clone()).await;
     }
     let gone = c
         .group_controller()
@@ -242,15 +251,7 @@ async fn what_cannot_be_frozen_is_refused_and_nothing_is_created() {
             assert!(e.message().contains("ext2"), "{}", e.message());
             assert!(state_files(&rig, "snapshots").is_empty());
         }
-        Ok(g) => {
-            c.group_controller()
-                .delete_volume_group_snapshot(c.req(pb::DeleteVolumeGroupSnapshotRequest {
-                    group_snapshot_id: g.group_snapshot_id.clone(),
-                    ..Default::default()
-                }))
-                .await
-                .unwrap();
-        }
+        Ok(g) => delete_group(&c, &g, Vec::new()).await,
     }
     assert!(!rig.dir.join("state/frozen.json").exists());
     write_durable(&p.target.join("after.bin"), b"still writable");
@@ -268,13 +269,7 @@ async fn what_cannot_be_frozen_is_refused_and_nothing_is_created() {
     assert_eq!(bad.code(), Code::InvalidArgument, "{bad:?}");
     let g = create_group(&c, "g", &[&plain.volume_id]).await.unwrap();
     assert!(g.ready_to_use);
-    c.group_controller()
-        .delete_volume_group_snapshot(c.req(pb::DeleteVolumeGroupSnapshotRequest {
-            group_snapshot_id: g.group_snapshot_id.clone(),
-            ..Default::default()
-        }))
-        .await
-        .unwrap();
+    delete_group(&c, &g, Vec::new()).await;
     unmount_and_detach(&c, &p).await;
     c.controller()
         .controller_unpublish_volume(c.req(pb::ControllerUnpublishVolumeRequest {

@@ -20,14 +20,8 @@ async fn create_with(
     mkfs_options: &str,
 ) -> Result<pb::Volume, tonic::Status> {
     let req = pb::CreateVolumeRequest {
-        name: name.into(),
-        capacity_range: Some(pb::CapacityRange {
-            required_bytes: GIB,
-            limit_bytes: 0,
-        }),
-        volume_capabilities: vec![mount_cap(fs)],
         parameters: HashMap::from([("mkfsOptions".to_string(), mkfs_options.to_string())]),
-        ..Default::default()
+        ..create_req(name, GIB, fs)
     };
     c.controller()
         .create_volume(c.req(req))

@@ -87,10 +87,7 @@ async fn kill_9_and_restart_loses_and_leaks_nothing() {
     c.controller()
         .controller_expand_volume(c.req(pb::ControllerExpandVolumeRequest {
             volume_id: v.volume_id.clone(),
-            capacity_range: Some(pb::CapacityRange {
-                required_bytes: 2 * GIB,
-                limit_bytes: 0,
-            }),
+            capacity_range: capacity(2 * GIB),
             volume_capability: Some(mount_cap(FS)),
             ..Default::default()
         }))
@@ -101,10 +98,7 @@ async fn kill_9_and_restart_loses_and_leaks_nothing() {
             volume_id: v.volume_id.clone(),
             volume_path: p.target.display().to_string(),
             staging_target_path: p.staging.display().to_string(),
-            capacity_range: Some(pb::CapacityRange {
-                required_bytes: 2 * GIB,
-                limit_bytes: 0,
-            }),
+            capacity_range: capacity(2 * GIB),
             volume_capability: Some(mount_cap(FS)),
             ..Default::default()
         }))

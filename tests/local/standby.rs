@@ -48,15 +48,7 @@ impl Replica {
 
     async fn create(&self, name: &str) -> Result<pb::Volume, tonic::Status> {
         let c = &self.client;
-        let req = pb::CreateVolumeRequest {
-            name: name.into(),
-            capacity_range: Some(pb::CapacityRange {
-                required_bytes: GIB,
-                limit_bytes: 0,
-            }),
-            volume_capabilities: vec![mount_cap("ext4")],
-            ..Default::default()
-        };
+        let req = create_req(name, GIB, "ext4");
         let r = c.controller().create_volume(c.req(req)).await?;
         Ok(r.into_inner().volume.unwrap())
     }

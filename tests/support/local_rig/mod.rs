@@ -169,6 +169,35 @@ pub struct InPod {
     pub target: PathBuf,
 }
 
+/// At least `bytes`, no limit.
+pub fn capacity(bytes: i64) -> Option<pb::CapacityRange> {
+    Some(pb::CapacityRange {
+        required_bytes: bytes,
+        limit_bytes: 0,
+    })
+}
+
+/// A CreateVolume of `bytes` with an `fs` filesystem; the rest is the caller's to set.
+pub fn create_req(name: &str, bytes: i64, fs: &str) -> pb::CreateVolumeRequest {
+    pb::CreateVolumeRequest {
+        name: name.into(),
+        capacity_range: capacity(bytes),
+        volume_capabilities: vec![mount_cap(fs)],
+        ..Default::default()
+    }
+}
+
+/// CreateVolume, which must succeed.
+pub async fn create_volume(c: &Client, req: pb::CreateVolumeRequest) -> pb::Volume {
+    c.controller()
+        .create_volume(c.req(req))
+        .await
+        .unwrap()
+        .into_inner()
+        .volume
+        .unwrap()
+}
+
 pub async fn create(
     c: &Client,
     name: &str,
@@ -177,22 +206,10 @@ pub async fn create(
     source: Option<pb::volume_content_source::Type>,
 ) -> pb::Volume {
     let req = pb::CreateVolumeRequest {
-        name: name.into(),
-        capacity_range: Some(pb::CapacityRange {
-            required_bytes: bytes,
-            limit_bytes: 0,
-        }),
-        volume_capabilities: vec![mount_cap(fs)],
         volume_content_source: source.map(|t| pb::VolumeContentSource { r#type: Some(t) }),
-        ..Default::default()
+        ..create_req(name, bytes, fs)
     };
-    c.controller()
-        .create_volume(c.req(req))
-        .await
-        .unwrap()
-        .into_inner()
-        .volume
-        .unwrap()
+    create_volume(c, req).await
 }
 
 /// ControllerPublish + NodeStage + NodePublish, as kubelet does.
