@@ -129,18 +129,22 @@ fn secrets_never_appear_in_output() {
     assert!(!out.contains(secret) && !err.contains(secret));
 }
 
+/// `ctl -o json ARGS` against `ep`, which must succeed, its output parsed.
+#[track_caller]
+fn ctl_json(ep: &str, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["-o", "json"];
+    all.extend_from_slice(args);
+    let (code, out, err) = ctl(ep, &all);
+    assert_eq!(code, 0, "ctl {args:?}: {err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
 /// The controller RPCs through `ctl` on the local backend, JSON parsed back.
 #[test]
 fn controller_round_trip() {
     let d = start();
     let ep = d.endpoint();
-    let json = |args: &[&str]| -> serde_json::Value {
-        let mut all = vec!["-o", "json"];
-        all.extend_from_slice(args);
-        let (code, out, err) = ctl(&ep, &all);
-        assert_eq!(code, 0, "ctl {args:?}: {err}");
-        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
-    };
+    let json = |args: &[&str]| ctl_json(&ep, args);
     let v = json(&[
         "create-volume",
         "pvc-ctl",
@@ -202,13 +206,7 @@ fn controller_round_trip() {
 fn group_snapshot_round_trip() {
     let d = start();
     let ep = d.endpoint();
-    let json = |args: &[&str]| -> serde_json::Value {
-        let mut all = vec!["-o", "json"];
-        all.extend_from_slice(args);
-        let (code, out, err) = ctl(&ep, &all);
-        assert_eq!(code, 0, "ctl {args:?}: {err}");
-        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
-    };
+    let json = |args: &[&str]| ctl_json(&ep, args);
     let caps = json(&["capabilities"]);
     assert_eq!(
         caps["group_controller"],

@@ -10,24 +10,29 @@ use doctor_support::{doctor, line, status, SharedDir};
 
 const PASSWORD: &str = "doctor-pw-9931-do-not-print";
 
+/// `--mode all` on the local backend, its state in `local` and the kubelet dir `kubelet`.
+fn local_all<'a>(local: &'a str, kubelet: &'a str) -> Vec<&'a str> {
+    vec![
+        "--mode",
+        "all",
+        "--backend",
+        "local",
+        "--local-dir",
+        local,
+        "--kubelet-dir",
+        kubelet,
+        "--node-id",
+        "doctor-node",
+    ]
+}
+
 #[test]
 fn local_driver_checked_through_its_pid_is_all_ok() {
     let kubelet = SharedDir::new();
     let state = tempfile::tempdir().unwrap();
     let k = kubelet.path().display().to_string();
     let l = state.path().display().to_string();
-    let driver = common::Driver::start(&[
-        "--mode",
-        "all",
-        "--backend",
-        "local",
-        "--local-dir",
-        &l,
-        "--kubelet-dir",
-        &k,
-        "--node-id",
-        "doctor-node",
-    ]);
+    let driver = common::Driver::start(&local_all(&l, &k));
     let (code, out) = doctor(&["--pid", &driver.pid().to_string()]);
     assert_eq!(code, 0, "{out}");
     for l in out
@@ -58,20 +63,7 @@ fn local_driver_checked_through_its_pid_is_all_ok() {
     let private = tempfile::tempdir().unwrap();
     let p = private.path().display().to_string();
     let endpoint = driver.endpoint();
-    let (code, out) = doctor(&[
-        "--mode",
-        "all",
-        "--backend",
-        "local",
-        "--local-dir",
-        &l,
-        "--kubelet-dir",
-        &p,
-        "--node-id",
-        "doctor-node",
-        "--endpoint",
-        &endpoint,
-    ]);
+    let (code, out) = doctor(&[local_all(&l, &p), vec!["--endpoint", &endpoint]].concat());
     assert_eq!(code, 1, "{out}");
     let prop = line(&out, "kubelet dir propagation");
     assert!(prop.starts_with("FAIL"), "{out}");
