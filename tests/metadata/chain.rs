@@ -30,6 +30,15 @@ fn label_dir_with_drive(dir: &std::path::Path) -> std::path::PathBuf {
     labels
 }
 
+/// The default search order: the config drive, then the metadata service.
+const DRIVE_FIRST: &[Source] = &[Source::ConfigDrive, Source::MetadataService];
+
+/// The instance id and zone `md` gives, which it must.
+async fn id_and_zone(md: &dyn Metadata) -> (String, Option<String>) {
+    let got = md.instance().await.unwrap();
+    (got.uuid, got.availability_zone)
+}
+
 fn options(labels: &std::path::Path, url: &str, order: &[Source]) -> MetadataOptions {
     MetadataOptions {
         metadata: MetadataConfig {
@@ -49,16 +58,10 @@ async fn search_order_decides_and_the_answer_is_cached() {
     let server = Server::start(vec![Reply::Json(meta_data(SERVICE_UUID, "svc-az"))]).await;
 
     // Default order: the drive answers, the service is never asked.
-    let md = from_options(options(
-        &labels,
-        &server.url,
-        &[Source::ConfigDrive, Source::MetadataService],
-    ))
-    .unwrap();
-    let got = md.instance().await.unwrap();
+    let md = from_options(options(&labels, &server.url, DRIVE_FIRST)).unwrap();
     assert_eq!(
-        (got.uuid.as_str(), got.availability_zone.as_deref()),
-        (DRIVE_UUID, Some("drive-az"))
+        id_and_zone(&*md).await,
+        (DRIVE_UUID.into(), Some("drive-az".into()))
     );
     assert_eq!(server.requests(), 0);
 
@@ -70,10 +73,9 @@ async fn search_order_decides_and_the_answer_is_cached() {
     ))
     .unwrap();
     for _ in 0..5 {
-        let got = md.instance().await.unwrap();
         assert_eq!(
-            (got.uuid.as_str(), got.availability_zone.as_deref()),
-            (SERVICE_UUID, Some("svc-az"))
+            id_and_zone(&*md).await,
+            (SERVICE_UUID.into(), Some("svc-az".into()))
         );
     }
     assert_eq!(server.requests(), 1);
@@ -87,12 +89,7 @@ async fn search_order_decides_and_the_answer_is_cached() {
 async fn no_drive_falls_back_to_the_service() {
     let empty = tempfile::tempdir().unwrap();
     let server = Server::start(vec![Reply::Json(meta_data(SERVICE_UUID, "svc-az"))]).await;
-    let md = from_options(options(
-        empty.path(),
-        &server.url,
-        &[Source::ConfigDrive, Source::MetadataService],
-    ))
-    .unwrap();
+    let md = from_options(options(empty.path(), &server.url, DRIVE_FIRST)).unwrap();
     assert_eq!(md.instance().await.unwrap().uuid, SERVICE_UUID);
     assert_eq!(md.instance().await.unwrap().uuid, SERVICE_UUID);
     assert_eq!(server.requests(), 1);
@@ -162,17 +159,12 @@ async fn node_id_overrides_only_the_id() {
     let md = from_options(MetadataOptions {
         node_id: Some("my-node".into()),
         node_az: Some("flag-az".into()),
-        ..options(
-            &labels,
-            &server.url,
-            &[Source::ConfigDrive, Source::MetadataService],
-        )
+        ..options(&labels, &server.url, DRIVE_FIRST)
     })
     .unwrap();
-    let got = md.instance().await.unwrap();
     assert_eq!(
-        (got.uuid.as_str(), got.availability_zone.as_deref()),
-        ("my-node", Some("drive-az"))
+        id_and_zone(&*md).await,
+        ("my-node".into(), Some("drive-az".into()))
     );
     assert_eq!(server.requests(), 0, "the config drive answered first");
 }
