@@ -41,17 +41,9 @@ fn disk_hash(env: &NodeEnv, id: &str) -> u64 {
     }
 }
 
-/// The per-mount options (`ro,nosuid,…`) of the topmost mount at `path`.
+/// The per-mount options (`ro,nosuid,…`) of the topmost mount at `path`, which must be one.
 fn mount_options(path: &Path) -> String {
-    let path = std::fs::canonicalize(path).unwrap();
-    std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
-        .lines()
-        .rev()
-        .map(|l| l.split(' ').collect::<Vec<_>>())
-        .find(|f| f.len() > 5 && Path::new(f[4]) == path)
-        .map(|f| f[5].to_string())
-        .unwrap_or_else(|| panic!("{path:?} is not mounted"))
+    blockdev::mount_options(path).unwrap_or_else(|| panic!("{path:?} is not mounted"))
 }
 
 /// Make `fs` on the volume's disk, write a file, then shut the filesystem down without
@@ -184,9 +176,7 @@ async fn stale_superblock_under_a_partition_table_is_refused() {
 
 #[tokio::test]
 async fn read_only_publish_keeps_the_mount_flags() {
-    let mut env = NodeEnv::start();
-    env.volume("flags", 64 * MIB);
-    let mut c = env.client().await;
+    let (env, mut c) = NodeEnv::with_volume("flags", 64 * MIB).await;
     // Userspace-only options (fstab habits) are accepted and never reach the kernel.
     let rw = mount_cap_flags(
         "ext4",
@@ -264,9 +254,7 @@ async fn unstage_under_a_pod(mut env: NodeEnv) {
 async fn stage_recovers_a_broken_staging_mount() {
     // A shut-down xfs answers every stat with EIO; kubelet will not unstage a volume whose
     // stage failed, so stage itself must clean it up.
-    let mut env = NodeEnv::start();
-    env.volume("eio", 320 * MIB);
-    let mut c = env.client().await;
+    let (env, mut c) = NodeEnv::with_volume("eio", 320 * MIB).await;
     let rw = mount_cap("xfs");
     stage_volume(&mut c, &env, "eio", rw.clone()).await;
     std::fs::write(env.staging("eio").join("keep"), b"kept").unwrap();

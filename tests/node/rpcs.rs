@@ -10,8 +10,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use blockdev::{
-    block_cap, is_mounted, mount_cap, mount_cap_as, publish_req, run, stage_req, stage_volume,
-    unpublish_req, unstage_volume, Client, NodeEnv,
+    block_cap, is_mounted, mount_cap, mount_cap_as, mount_options, publish_req, run, stage_req,
+    stage_volume, unpublish_req, unstage_volume, Client, NodeEnv,
 };
 use cinder_csi::server::csi::pb::volume_capability::access_mode::Mode;
 use cinder_csi::server::csi::pb::*;
@@ -52,18 +52,6 @@ async fn unpublish_unstage(c: &mut Client, env: &NodeEnv, id: &str) {
     );
     let left: Vec<_> = std::fs::read_dir(&staging).unwrap().flatten().collect();
     assert!(left.is_empty(), "left in the staging dir: {left:?}");
-}
-
-/// The per-mount options (`rw`/`ro`, …) of the topmost mount at `path`.
-fn mount_options(path: &Path) -> Option<String> {
-    let path = std::fs::canonicalize(path).unwrap();
-    std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
-        .lines()
-        .rev()
-        .map(|l| l.split(' ').collect::<Vec<_>>())
-        .find(|f| f.len() > 5 && Path::new(f[4]) == path)
-        .map(|f| f[5].to_string())
 }
 
 fn stats_req(id: &str, path: &Path) -> NodeGetVolumeStatsRequest {
@@ -221,9 +209,7 @@ async fn devices_with_data_are_never_formatted() {
 
 #[tokio::test]
 async fn read_only_publish_refuses_writes_with_erofs() {
-    let mut env = NodeEnv::start();
-    env.volume("rovol", 64 * MIB);
-    let mut c = env.client().await;
+    let (env, mut c) = NodeEnv::with_volume("rovol", 64 * MIB).await;
     stage_publish(&mut c, &env, "rovol", mount_cap("ext4"), true).await;
     let err = std::fs::write(env.target("rovol").join("x"), b"x").unwrap_err();
     assert_eq!(err.raw_os_error(), Some(libc::EROFS), "{err}");
@@ -384,9 +370,7 @@ fn has_cap_sys_resource() -> bool {
 
 #[tokio::test]
 async fn ext4_grows_at_stage_and_online_refusal_is_clear() {
-    let mut env = NodeEnv::start();
-    env.volume("ext4grow", 128 * MIB);
-    let mut c = env.client().await;
+    let (env, mut c) = NodeEnv::with_volume("ext4grow", 128 * MIB).await;
     let cap = mount_cap("ext4");
     stage_volume(&mut c, &env, "ext4grow", cap.clone()).await;
     unstage_volume(&mut c, &env, "ext4grow").await;
@@ -427,9 +411,7 @@ async fn ext4_grows_at_stage_and_online_refusal_is_clear() {
 #[tokio::test]
 async fn corrupted_mounts_are_cleaned_up() {
     // A shut-down xfs (what a failing disk leads to) answers every stat with EIO.
-    let mut env = NodeEnv::start();
-    env.volume("broken", 320 * MIB);
-    let mut c = env.client().await;
+    let (env, mut c) = NodeEnv::with_volume("broken", 320 * MIB).await;
     stage_publish(&mut c, &env, "broken", mount_cap("xfs"), false).await;
     run(
         "xfs_io",
@@ -459,9 +441,7 @@ async fn corrupted_mounts_are_cleaned_up() {
 
 #[tokio::test]
 async fn read_only_after_errors_is_an_abnormal_condition() {
-    let mut env = NodeEnv::start();
-    env.volume("roerr", 64 * MIB);
-    let mut c = env.client().await;
+    let (env, mut c) = NodeEnv::with_volume("roerr", 64 * MIB).await;
     stage_publish(&mut c, &env, "roerr", mount_cap("ext4"), false).await;
     // What ext4 errors=remount-ro does: the superblock turns read-only under rw mounts.
     run(
@@ -509,9 +489,7 @@ async fn concurrent_stage_of_one_volume_gives_exactly_one_aborted() {
 
 #[tokio::test]
 async fn bad_paths_and_missing_devices_are_rejected() {
-    let mut env = NodeEnv::start();
-    env.volume("pathvol", 64 * MIB);
-    let mut c = env.client().await;
+    let (env, mut c) = NodeEnv::with_volume("pathvol", 64 * MIB).await;
     let cap = mount_cap("ext4");
     let kubelet = env.kubelet.display().to_string();
     for bad in [
@@ -655,9 +633,7 @@ async fn restage_with_the_other_access_type_is_already_exists() {
 
 #[tokio::test]
 async fn publish_without_staging_path_is_failed_precondition() {
-    let mut env = NodeEnv::start();
-    env.volume("nostage", 64 * MIB);
-    let mut c = env.client().await;
+    let (env, mut c) = NodeEnv::with_volume("nostage", 64 * MIB).await;
     for cap in [mount_cap("ext4"), block_cap(Mode::SingleNodeWriter)] {
         stage_volume(&mut c, &env, "nostage", cap.clone()).await;
         let mut req = publish_req(&env, "nostage", cap, false);
@@ -723,9 +699,7 @@ async fn stats_are_not_found_where_the_volume_is_not() {
 
 #[tokio::test]
 async fn read_only_block_publish_is_a_read_only_bind() {
-    let mut env = NodeEnv::start();
-    env.volume("roblock", 64 * MIB);
-    let mut c = env.client().await;
+    let (env, mut c) = NodeEnv::with_volume("roblock", 64 * MIB).await;
     stage_publish(
         &mut c,
         &env,

@@ -24,6 +24,18 @@ use tonic::transport::Channel;
 
 pub use crate::support::caps::{block_cap, mount_cap, mount_cap_as, mount_cap_flags};
 
+/// The per-mount options (`rw`/`ro`, …) of the topmost mount at `path`.
+pub fn mount_options(path: &Path) -> Option<String> {
+    let path = std::fs::canonicalize(path).unwrap();
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .rev()
+        .map(|l| l.split(' ').collect::<Vec<_>>())
+        .find(|f| f.len() > 5 && Path::new(f[4]) == path)
+        .map(|f| f[5].to_string())
+}
+
 /// Tests that need root fail loudly without it.
 pub fn require_root() {
     assert!(
@@ -245,6 +257,14 @@ impl NodeEnv {
 
     pub fn root(&self) -> &Path {
         self.root.as_ref().unwrap().path()
+    }
+
+    /// A started environment with one volume `id` of `size` bytes, and a client to it.
+    pub async fn with_volume(id: &str, size: u64) -> (NodeEnv, Client) {
+        let mut env = Self::start();
+        env.volume(id, size);
+        let c = env.client().await;
+        (env, c)
     }
 
     /// A Node client to the running driver.
