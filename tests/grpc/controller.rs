@@ -114,6 +114,19 @@ async fn created(c: &mut ControllerClient<tonic::transport::Channel>, name: &str
         .unwrap()
 }
 
+/// CreateSnapshot that must succeed: the snapshot it returns.
+async fn snapshotted(
+    c: &mut ControllerClient<tonic::transport::Channel>,
+    req: pb::CreateSnapshotRequest,
+) -> pb::Snapshot {
+    c.create_snapshot(req)
+        .await
+        .unwrap()
+        .into_inner()
+        .snapshot
+        .unwrap()
+}
+
 fn create_req(name: &str, bytes: i64) -> pb::CreateVolumeRequest {
     pb::CreateVolumeRequest {
         name: name.into(),
@@ -434,13 +447,7 @@ async fn publish_list_validate_expand_snapshot_codes() {
         c.create_snapshot(bad).await.unwrap_err().code(),
         Code::InvalidArgument
     );
-    let s = c
-        .create_snapshot(snap.clone())
-        .await
-        .unwrap()
-        .into_inner()
-        .snapshot
-        .unwrap();
+    let s = snapshotted(c, snap.clone()).await;
     assert!(s.creation_time.is_some());
     let by_id = pb::ListSnapshotsRequest {
         snapshot_id: s.snapshot_id.clone(),
@@ -665,17 +672,15 @@ async fn delete_snapshot_right_after_create_succeeds() {
     let c = &mut h.client;
     let v = created(c, "a").await;
     h.fake.set_settle_after(3);
-    let s = c
-        .create_snapshot(pb::CreateSnapshotRequest {
+    let s = snapshotted(
+        c,
+        pb::CreateSnapshotRequest {
             name: "s".into(),
             source_volume_id: v.volume_id.clone(),
             ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .snapshot
-        .unwrap();
+        },
+    )
+    .await;
     assert!(!s.ready_to_use);
     c.delete_snapshot(with_timeout(
         pb::DeleteSnapshotRequest {
