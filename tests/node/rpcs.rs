@@ -700,50 +700,20 @@ async fn stats_are_not_found_where_the_volume_is_not() {
 #[tokio::test]
 async fn read_only_block_publish_is_a_read_only_bind() {
     let (env, mut c) = NodeEnv::with_volume("roblock", 64 * MIB).await;
-    stage_publish(
-        &mut c,
-        &env,
-        "roblock",
-        block_cap(Mode::SingleNodeWriter),
-        true,
-    )
-    .await;
-    let opts = mount_options(&env.target("roblock")).unwrap();
-    assert!(opts.split(',').any(|o| o == "ro"), "{opts}");
-    // Same target, read-write now: incompatible.
-    let err = c
-        .node_publish_volume(publish_req(
-            &env,
-            "roblock",
-            block_cap(Mode::SingleNodeWriter),
-            false,
-        ))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), Code::AlreadyExists, "{err:?}");
-    unpublish_unstage(&mut c, &env, "roblock").await;
-    // And the other way round.
-    stage_publish(
-        &mut c,
-        &env,
-        "roblock",
-        block_cap(Mode::SingleNodeWriter),
-        false,
-    )
-    .await;
-    let opts = mount_options(&env.target("roblock")).unwrap();
-    assert!(opts.split(',').any(|o| o == "rw"), "{opts}");
-    let err = c
-        .node_publish_volume(publish_req(
-            &env,
-            "roblock",
-            block_cap(Mode::SingleNodeWriter),
-            true,
-        ))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), Code::AlreadyExists, "{err:?}");
-    unpublish_unstage(&mut c, &env, "roblock").await;
+    let cap = || block_cap(Mode::SingleNodeWriter);
+    // Read-only, then the other way round; each time the same target with the opposite
+    // `readonly` is incompatible.
+    for (ro, want) in [(true, "ro"), (false, "rw")] {
+        stage_publish(&mut c, &env, "roblock", cap(), ro).await;
+        let opts = mount_options(&env.target("roblock")).unwrap();
+        assert!(opts.split(',').any(|o| o == want), "{opts}");
+        let err = c
+            .node_publish_volume(publish_req(&env, "roblock", cap(), !ro))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::AlreadyExists, "readonly={ro}: {err:?}");
+        unpublish_unstage(&mut c, &env, "roblock").await;
+    }
 }
 
 #[tokio::test]
