@@ -299,34 +299,15 @@ async fn publish_list_validate_expand_snapshot_codes() {
     };
     let mut no_cap = publish(&id, "node-1");
     no_cap.volume_capability = None;
-    assert_eq!(
-        c.controller_publish_volume(no_cap)
-            .await
-            .unwrap_err()
-            .code(),
-        Code::InvalidArgument
-    );
-    assert_eq!(
-        c.controller_publish_volume(publish(&id, ""))
-            .await
-            .unwrap_err()
-            .code(),
-        Code::InvalidArgument
-    );
-    assert_eq!(
-        c.controller_publish_volume(publish("nope", "node-1"))
-            .await
-            .unwrap_err()
-            .code(),
-        Code::NotFound
-    );
-    assert_eq!(
-        c.controller_publish_volume(publish(&id, "node-9"))
-            .await
-            .unwrap_err()
-            .code(),
-        Code::NotFound
-    );
+    for (req, want) in [
+        (no_cap, Code::InvalidArgument),
+        (publish(&id, ""), Code::InvalidArgument),
+        (publish("nope", "node-1"), Code::NotFound),
+        (publish(&id, "node-9"), Code::NotFound),
+    ] {
+        let err = c.controller_publish_volume(req.clone()).await.unwrap_err();
+        assert_eq!(err.code(), want, "{req:?}");
+    }
     let ctx = c
         .controller_publish_volume(publish(&id, "node-1"))
         .await
