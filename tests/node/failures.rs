@@ -8,6 +8,7 @@
 //! Needs root; everything is under one temp dir that `NodeEnv` cleans up, also on failure.
 
 use crate::support::blockdev;
+use crate::support::leaks::{self, settled};
 use crate::support::payload::{pattern, write_durable};
 
 use std::future::Future;
@@ -185,33 +186,6 @@ async fn teardown(c: &mut Client, env: &NodeEnv, id: &str) {
     assert!(!is_mounted(&env.staging(id)), "{id} still staged");
 }
 
-/// Nothing mounted and no loop device left under what was `root`, and no process of the test
-/// (a driver or a shim) still running there.
-fn assert_no_leaks(root: &Path) {
-    assert!(
-        mounts_below(root).is_empty(),
-        "mounts left: {:?}",
-        mounts_below(root)
-    );
-    let left = settled(|| loopdev::backed_below(root).unwrap());
-    assert!(left.is_empty(), "loop devices left: {left:?}");
-}
-
-/// `list()` once it is empty, or as it still is after 5 s. The kernel frees a loop device
-/// marked autoclear (a `losetup -d` of a busy device, or our mounts') at its last close, and
-/// that close can be another process's, a moment after ours. Listing with `losetup -a` (which
-/// opens every device) from tests running beside each other made exactly that happen.
-fn settled<T>(list: impl Fn() -> Vec<T>) -> Vec<T> {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let left = list();
-        if left.is_empty() || Instant::now() > deadline {
-            return left;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// Stats of the volume at `path`: (available bytes, abnormal, message).
 async fn stats(
     c: &mut Client,
@@ -308,7 +282,7 @@ async fn kill_9_during_stage_and_publish_then_the_same_requests_succeed() {
     }
     assert_eq!(checked, 6);
     drop(env);
-    assert_no_leaks(&root);
+    leaks::assert_none_below(&root);
 }
 
 /// A read-only check of the unmounted filesystem must pass (no half-made filesystem kept).
@@ -386,7 +360,7 @@ async fn kill_9_during_expand_then_the_same_request_grows_the_filesystem() {
     teardown(&mut c, &env, id).await;
     assert_consistent("xfs", &dev);
     drop(env);
-    assert_no_leaks(&root);
+    leaks::assert_none_below(&root);
 }
 
 fn fs_total(path: &Path) -> u64 {
@@ -483,7 +457,7 @@ async fn reboot_clears_mounts_and_renumbers_the_disk_then_stage_and_publish_agai
         teardown(&mut c, &env, id).await;
     }
     drop(env);
-    assert_no_leaks(&root);
+    leaks::assert_none_below(&root);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -536,7 +510,7 @@ async fn a_disk_vanishing_while_mounted_still_unpublishes_and_unstages() {
         teardown(&mut c, &env, &id).await;
     }
     drop(env);
-    assert_no_leaks(&root);
+    leaks::assert_none_below(&root);
 }
 
 /// Fill the filesystem at `dir` until the kernel says ENOSPC; returns the bytes written.
@@ -614,7 +588,7 @@ async fn a_full_filesystem_restages_and_grows() {
     assert_eq!(formats(&env, &[&dev]), 1, "formatted twice");
     teardown(&mut c, &env, id).await;
     drop(env);
-    assert_no_leaks(&root);
+    leaks::assert_none_below(&root);
 }
 
 /// A tmpfs of `size` at `dir`, unmounted (lazily, as a loop device may still hold a file on
@@ -714,5 +688,5 @@ async fn a_filesystem_the_kernel_made_read_only_is_reported_and_recovers() {
     drop(disk);
     drop(small);
     drop(env);
-    assert_no_leaks(&root);
+    leaks::assert_none_below(&root);
 }

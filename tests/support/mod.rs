@@ -4,7 +4,8 @@
 //! - `common`: the real `cinder-csi` binary on a temp socket and a gRPC client to it;
 //! - `caps`: the VolumeCapability builders;
 //! - `blockdev`: loop-backed block devices for the node tests;
-//! - `local_rig`: a driver on the local backend in a temp dir, with its leak check;
+//! - `leaks`: the one leak check below a test's directory (mounts, loop devices) and cleanup;
+//! - `local_rig`: a driver on the local backend in a temp dir, cleaned up through `leaks`;
 //! - `openstack_support`: the test cloud's env file, its REST helper, cloud-object guards;
 //! - `faults`, `faults_cloud`: the fault-injecting HTTP proxy and its test-cloud scenarios;
 //! - `kube_api_support`: the standalone kube-apiserver's env;
@@ -23,6 +24,7 @@ pub mod faults;
 pub mod faults_cloud;
 pub mod kube_api_support;
 pub mod launch;
+pub mod leaks;
 pub mod local_rig;
 pub mod openstack_support;
 pub mod payload;

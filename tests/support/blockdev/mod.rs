@@ -135,18 +135,7 @@ impl Drop for Loop {
     }
 }
 
-/// Mount points at or below `root`, deepest last as in mountinfo order.
-pub fn mounts_below(root: &Path) -> Vec<PathBuf> {
-    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
-    // Never panics: NodeEnv's Drop calls it.
-    std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.split(' ').nth(4))
-        .map(|p| PathBuf::from(p.replace("\\040", " ")))
-        .filter(|p| p.starts_with(&root))
-        .collect()
-}
+pub use super::leaks::mounts_below;
 
 pub fn is_mounted(path: &Path) -> bool {
     let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
@@ -304,12 +293,7 @@ impl Drop for NodeEnv {
     fn drop(&mut self) {
         drop(self.driver.take());
         if let Some(root) = &self.root {
-            // Deepest first; lazily only if a plain unmount fails (the test may have broken it).
-            for m in mounts_below(root.path()).into_iter().rev() {
-                if nix::mount::umount2(&m, nix::mount::MntFlags::empty()).is_err() {
-                    let _ = nix::mount::umount2(&m, nix::mount::MntFlags::MNT_DETACH);
-                }
-            }
+            super::leaks::clean_below(root.path());
         }
         self.loops.clear();
         drop(self.root.take());

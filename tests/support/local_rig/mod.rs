@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use cinder_csi::cloud::local::loopdev;
+
+use super::leaks;
 use cinder_csi::server::csi::pb;
 use cinder_csi::tools::ctl::Client;
 
@@ -96,18 +98,12 @@ impl Rig {
 
     /// Mount points under the rig's directory.
     pub fn mounts(&self) -> Vec<PathBuf> {
-        let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-        text.lines()
-            .filter_map(|l| l.split(' ').nth(4))
-            .map(PathBuf::from)
-            .filter(|p| p.starts_with(&self.dir))
-            .collect()
+        leaks::mounts_below(&self.dir)
     }
 
     /// Loop devices bound to files under the rig's directory.
     pub fn loop_devices(&self) -> Vec<PathBuf> {
-        loopdev::backed_below(&self.dir)
-            .unwrap()
+        leaks::loops_below(&self.dir)
             .iter()
             .map(loopdev::LoopDevice::path)
             .collect()
@@ -146,14 +142,7 @@ impl Rig {
 impl Drop for Rig {
     fn drop(&mut self) {
         drop(self.child.take());
-        let mut mounts = self.mounts();
-        mounts.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
-        for m in mounts {
-            let _ = nix::mount::umount2(&m, nix::mount::MntFlags::MNT_DETACH);
-        }
-        for d in loopdev::backed_below(&self.dir).unwrap_or_default() {
-            let _ = d.detach();
-        }
+        leaks::clean_below(&self.dir);
     }
 }
 
