@@ -43,6 +43,28 @@ pub struct StageLook {
     pub marker: bool,
 }
 
+impl StageLook {
+    /// A look that has seen the device only (the rest is looked at when it is a block device).
+    fn of_device(device: PathState) -> Self {
+        StageLook {
+            device,
+            staging: PathState::Missing,
+            same_device: None,
+            block_file: None,
+            content: None,
+            marker: false,
+        }
+    }
+
+    /// The device, when it is a block device.
+    pub fn block_device(&self) -> Option<PathInfo> {
+        match &self.device {
+            PathState::Present(d) if d.kind == FileKind::Block => Some(*d),
+            _ => None,
+        }
+    }
+}
+
 /// A filesystem stage the core decided on, carried out in this order.
 #[derive(Debug, Clone, Copy)]
 pub struct StageWork<'a> {
@@ -102,17 +124,9 @@ pub struct PublishLook {
 pub trait NodePath: Mounter + Devices + Filesystems {
     /// The look of NodeStageVolume (filesystem or block) for `device`.
     fn look_stage(&self, device: &Path, paths: &StagePaths) -> HostResult<StageLook> {
-        let mut look = StageLook {
-            device: self.inspect(device)?,
-            staging: PathState::Missing,
-            same_device: None,
-            block_file: None,
-            content: None,
-            marker: false,
-        };
-        let dev = match &look.device {
-            PathState::Present(d) if d.kind == FileKind::Block => *d,
-            _ => return Ok(look),
+        let mut look = StageLook::of_device(self.inspect(device)?);
+        let Some(dev) = look.block_device() else {
+            return Ok(look);
         };
         let staging = self.inspect(&paths.staging)?;
         look.staging = staging.clone();
@@ -143,17 +157,9 @@ pub trait NodePath: Mounter + Devices + Filesystems {
     /// path, whether a mount there is `device`, and the block file inside a plain directory.
     /// A raw block volume is never probed, so `content` stays `None` and `marker` false.
     fn look_stage_block(&self, device: &Path, paths: &StagePaths) -> HostResult<StageLook> {
-        let mut look = StageLook {
-            device: self.inspect(device)?,
-            staging: PathState::Missing,
-            same_device: None,
-            block_file: None,
-            content: None,
-            marker: false,
-        };
-        let dev = match &look.device {
-            PathState::Present(d) if d.kind == FileKind::Block => *d,
-            _ => return Ok(look),
+        let mut look = StageLook::of_device(self.inspect(device)?);
+        let Some(dev) = look.block_device() else {
+            return Ok(look);
         };
         look.staging = self.inspect(&paths.staging)?;
         match &look.staging {

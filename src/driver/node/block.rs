@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::checks::{still_broken, unmount_broken, MAX_STACKED_MOUNTS};
+use super::checks::{looked_device, still_broken, unmount_broken, MAX_STACKED_MOUNTS};
 use super::plan::StagePlan;
 use crate::driver::{Mismatch, NodeRefusal, PathRole, Result};
 use crate::host::{FileKind, Host, PathInfo, PathState, StagePaths};
@@ -64,15 +64,7 @@ pub fn stage(host: &Host, p: &StagePlan, paths: &StagePaths, device: &Path) -> R
         unmount_broken(host, &paths.block_file, errno)?;
         look = host.node.look_stage_block(device, paths)?;
     }
-    let dev = match &look.device {
-        PathState::Present(info) if info.kind == FileKind::Block => *info,
-        _ => {
-            return Err(NodeRefusal::NotBlockDevice {
-                path: device.to_path_buf(),
-            }
-            .into())
-        }
-    };
+    let dev = looked_device(&look, device)?;
     let create_dir = match &look.staging {
         PathState::Missing => true,
         PathState::Broken { errno } => return Err(still_broken(staging, *errno)),

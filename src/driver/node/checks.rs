@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use crate::driver::{Error, NodeRefusal, Result};
-use crate::host::{FileKind, Host, PathInfo, PathState};
+use crate::host::{FileKind, Host, PathInfo, PathState, StageLook};
 
 /// Upper bound on stacked mounts removed by one unstage/unpublish.
 pub const MAX_STACKED_MOUNTS: usize = 8;
@@ -18,6 +18,16 @@ pub fn block_device(host: &Host, device: &Path) -> Result<PathInfo> {
         }
         .into()),
     }
+}
+
+/// The device a stage look saw, which must be a block device node.
+pub fn looked_device(look: &StageLook, device: &Path) -> Result<PathInfo> {
+    look.block_device().ok_or_else(|| {
+        NodeRefusal::NotBlockDevice {
+            path: device.to_path_buf(),
+        }
+        .into()
+    })
 }
 
 /// Still broken after one mount was removed: several are stacked there.

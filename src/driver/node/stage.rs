@@ -4,15 +4,14 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::checks::{still_broken, unmount_broken, MAX_STACKED_MOUNTS};
+use super::checks::{looked_device, still_broken, unmount_broken, MAX_STACKED_MOUNTS};
 use super::model::NodeOptions;
 use super::params::Access;
 use super::plan::StagePlan;
 use super::{block, mkfs_marker};
 use crate::driver::{Error, Invalid, NodeRefusal, ParamClass, PathRole, Result};
 use crate::host::{
-    Content, FileKind, FsKind, Host, HostError, MountSpec, PathInfo, PathState, StageLook,
-    StagePaths, StageWork,
+    Content, FileKind, FsKind, Host, HostError, MountSpec, PathState, StagePaths, StageWork,
 };
 
 /// A filesystem this much smaller than its device is grown (Cinder sizes are whole GiB;
@@ -30,17 +29,6 @@ pub fn stage(host: &Host, p: &StagePlan, device_deadline: Instant) -> Result<()>
     }
 }
 
-/// The device must be a block device node.
-fn device_info(look: &StageLook, device: &Path) -> Result<PathInfo> {
-    match &look.device {
-        PathState::Present(info) if info.kind == FileKind::Block => Ok(*info),
-        _ => Err(NodeRefusal::NotBlockDevice {
-            path: device.to_path_buf(),
-        }
-        .into()),
-    }
-}
-
 fn stage_mount(
     host: &Host,
     p: &StagePlan,
@@ -51,13 +39,13 @@ fn stage_mount(
     let paths = stage_paths(&p.staging);
     let staging = &p.staging;
     let mut look = host.node.look_stage(device, &paths)?;
-    let mut dev = device_info(&look, device)?;
+    let mut dev = looked_device(&look, device)?;
     if let PathState::Broken { errno } = look.staging {
         // Stage must clean this itself: it answered the broken mount with a final error
         // before, and kubelet does not unstage a volume whose stage failed.
         unmount_broken(host, staging, errno)?;
         look = host.node.look_stage(device, &paths)?;
-        dev = device_info(&look, device)?;
+        dev = looked_device(&look, device)?;
     }
     let create_dir = match &look.staging {
         PathState::Missing => true,
