@@ -25,7 +25,7 @@ if [[ -e tests/harness/k8s/ENABLED && ${CINDER_CSI_SKIP_K8S:-} != 1 && ${CINDER_
     trap 'tests/harness/k8s/prebuild stop' EXIT
     tests/harness/k8s/prebuild start
 fi
-echo "disk free at start: $(df -h --output=avail . | tail -1 | tr -d ' ') (a cold run writes ~27 GB: target/ 16, the Go caches and peers 8, the fuzz build 2, images 1)"
+echo "disk free at start: $(df -h --output=avail . | tail -1 | tr -d ' ') (a cold run of .ci/run writes ~15 GB: target/ 3, the Go caches and peers 8, the fuzz build 2, images 1, the test cloud 1)"
 for stage in "${stages[@]}"; do
     limit=$stage_limit
     own=$(sed -n 's/^# time-bound-min: *\([0-9]\+\).*/\1/p' "$stage" | head -1)
@@ -53,6 +53,6 @@ for stage in "${stages[@]}"; do
         df -h . /tmp /var/tmp 2>/dev/null | sort -u >&2
         exit "$rc"
     fi
-    echo "<== ${stage} passed in $((SECONDS - t)) s"
+    echo "<== ${stage} passed in $((SECONDS - t)) s (disk free $(df -h --output=avail . | tail -1 | tr -d ' '))"
 done
 echo "all ${#stages[@]} stages passed in $((SECONDS - started)) s"
