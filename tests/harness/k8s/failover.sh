@@ -126,18 +126,7 @@ if [[ $K8S_BACKEND == local ]]; then
 fi
 step "  $(where); the other replica $standby"
 
-k apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Namespace
-metadata: {name: $ns}
----
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: $sc}
-provisioner: cinder.csi.openstack.org
-volumeBindingMode: Immediate
-reclaimPolicy: Delete
-EOF
+namespace_and_class "$ns" "$sc" Immediate | k apply -f - >/dev/null
 
 step "2. claims 1-5, kill ($how) $holder, claims 6-10"
 for i in 1 2 3 4 5; do pvc "claim-$i" 1Gi; done

@@ -104,19 +104,9 @@ if [[ $K8S_BACKEND == openstack ]]; then
 fi
 
 step "StorageClass, VolumeGroupSnapshotClass, namespace, 3 PVCs and a pod writing to them"
-k apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Namespace
-metadata: {name: $ns}
----
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: $sc}
-provisioner: cinder.csi.openstack.org
-parameters: {$sc_params}
-volumeBindingMode: WaitForFirstConsumer
-reclaimPolicy: Delete
-$sc_topo
+{
+    namespace_and_class "$ns" "$sc" WaitForFirstConsumer "parameters: {$sc_params}" "$sc_topo"
+    cat <<EOF
 ---
 apiVersion: groupsnapshot.storage.k8s.io/v1
 kind: VolumeGroupSnapshotClass
@@ -124,6 +114,7 @@ metadata: {name: $vgsc}
 driver: cinder.csi.openstack.org
 deletionPolicy: Delete
 EOF
+} | k apply -f - >/dev/null
 pvcs=""
 for i in 0 1 2; do
     pvcs+="

@@ -65,6 +65,27 @@ fail() {
     exit 1
 }
 
+# namespace_and_class NS CLASS BINDING [LINE...]: the YAML of a test's Namespace and of a
+# StorageClass of this driver (volumeBindingMode BINDING, reclaimPolicy Delete), each LINE added
+# to the class as it is (parameters, allowVolumeExpansion, allowedTopologies).
+namespace_and_class() {
+    local ns=$1 sc=$2 binding=$3
+    shift 3
+    cat <<EOF
+apiVersion: v1
+kind: Namespace
+metadata: {name: $ns}
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: $sc}
+provisioner: cinder.csi.openstack.org
+volumeBindingMode: $binding
+reclaimPolicy: Delete
+EOF
+    printf '%s\n' "$@"
+}
+
 # pvc NAME SIZE [extra spec lines...]: a claim in $ns of class ${PVC_SC:-$sc}.
 pvc() {
     local name=$1 size=$2

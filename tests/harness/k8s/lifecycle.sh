@@ -32,20 +32,11 @@ step "backend $K8S_BACKEND"
 [[ -z $(leak_check "$ns") ]] || fail "the backend has objects of namespace $ns from an earlier run: $(leak_check "$ns")"
 
 step "StorageClasses, VolumeSnapshotClass, namespace"
-k apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Namespace
-metadata: {name: $ns}
----
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: $sc}
-provisioner: cinder.csi.openstack.org
 # xfs: ext4 cannot grow online here (no CAP_SYS_RESOURCE, docs/TESTING.md).
-parameters: {csi.storage.k8s.io/fstype: xfs}
-volumeBindingMode: WaitForFirstConsumer
-allowVolumeExpansion: true
-reclaimPolicy: Delete
+{
+    namespace_and_class "$ns" "$sc" WaitForFirstConsumer \
+        'parameters: {csi.storage.k8s.io/fstype: xfs}' 'allowVolumeExpansion: true'
+    cat <<EOF
 ---
 apiVersion: storage.k8s.io/v1
 kind: StorageClass
@@ -60,6 +51,7 @@ metadata: {name: $vsc}
 driver: cinder.csi.openstack.org
 deletionPolicy: Delete
 EOF
+} | k apply -f - >/dev/null
 
 capacity_of() { k -n "$ns" get pvc "$1" -o jsonpath='{.status.capacity.storage}'; }
 mounted_kib() { k -n "$ns" exec "$1" -- df -k /data | awk 'NR == 2 {print $2}' | grep . || echo 0; }

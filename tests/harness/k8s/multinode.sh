@@ -309,18 +309,7 @@ print(json.load(sys.stdin)["metadata"]["labels"].get(sys.argv[1], ""))' "$zone_k
     [[ $topo == *"$zone_key"* ]] || fail "CSINode $n has no $zone_key topology key: '$topo'"
 done
 
-k apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Namespace
-metadata: {name: $ns}
----
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: $sc}
-provisioner: cinder.csi.openstack.org
-volumeBindingMode: WaitForFirstConsumer
-reclaimPolicy: Delete
-EOF
+namespace_and_class "$ns" "$sc" WaitForFirstConsumer | k apply -f - >/dev/null
 
 step "WaitForFirstConsumer claim used by a pod on node-2 (zone-b: $zb)"
 pvc zb

@@ -436,21 +436,12 @@ restage() {
 }
 
 # ============================================================================================
-k apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Namespace
-metadata: {name: $ns}
----
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: $xfs_sc}
-provisioner: $driver
-reclaimPolicy: Delete
-# Its volume in the zone of the node its pod is pinned to (several nodes: another node of that
-# zone takes the pod later).
-volumeBindingMode: WaitForFirstConsumer
-allowVolumeExpansion: true
-parameters: {csi.storage.k8s.io/fstype: xfs}
+# WaitForFirstConsumer: its volume in the zone of the node its pod is pinned to (several nodes:
+# another node of that zone takes the pod later).
+{
+    namespace_and_class "$ns" "$xfs_sc" WaitForFirstConsumer 'allowVolumeExpansion: true' \
+        'parameters: {csi.storage.k8s.io/fstype: xfs}'
+    cat <<EOF
 ---
 apiVersion: snapshot.storage.k8s.io/v1
 kind: VolumeSnapshotClass
@@ -459,6 +450,7 @@ driver: $driver
 deletionPolicy: Delete
 parameters: {force-create: "true"}
 EOF
+} | k apply -f - >/dev/null
 
 # --- 1. Upstream's driver, as a cluster running it has it.
 step "uninstalling this chart ($ours in $K8S_DRIVER_NS), installing upstream's $(upstream_image) with its chart ($chart_dir)"
