@@ -1,33 +1,47 @@
 #!/usr/bin/env bash
 # Sourced by the CI stages that run `cinder-csi --mode all --backend local` in a scratch
-# directory of their own (36-metrics, 40-sanity, 45-stock-sanity, 47-interop): one way to start
-# it and one cleanup, which removes what the stage made even when it fails.
+# directory of their own (36-metrics, 40-sanity, 45-stock-sanity, 47-interop), and by the
+# conformance runs against the test cloud (tests/harness/openstack/sanity.sh, stock-sanity.sh):
+# one way to start the driver and one cleanup, which removes what the run made even when it fails.
 #
-#   local_driver_dir STAGE     $tmp (mktemp) with $kubelet and $local_dir made, $sock and $log
-#                              named, and the EXIT trap set; messages start with STAGE
+#   driver_scratch STAGE       $tmp (mktemp) with $kubelet made, $sock and $log named, and the
+#                              EXIT trap set; messages start with STAGE
+#   local_driver_dir STAGE     the same, and $local_dir made (the local backend's)
+#   driver_start CMD [ARG...]  the driver, its output in $log; returns once $sock exists (at most
+#                              60 s), exits the stage if it does not
 #   local_driver_start NODE-ID [ARG...]
-#                              target/debug/cinder-csi on $sock, the ARGs appended; returns once
-#                              it serves (at most 60 s), exits the stage if it does not
+#                              driver_start of target/debug/cinder-csi on the local backend in
+#                              $local_dir, on $sock, the ARGs appended
 #   on_local_driver_exit       defined by the stage if it wants something printed at the end
 #                              (timings); the cleanup calls it last, with the stage's status kept
 
-local_driver_dir() {
+driver_scratch() {
     ld_stage=$1
     tmp=$(mktemp -d "/tmp/cinder-csi-$ld_stage.XXXXXX")
     kubelet=$tmp/kubelet
-    local_dir=$tmp/local
+    local_dir=""
     sock=$tmp/csi.sock
     log=$tmp/driver.log
     driver_pid=""
-    mkdir -p "$kubelet" "$local_dir"
+    mkdir -p "$kubelet"
     trap local_driver_cleanup EXIT
+}
+
+local_driver_dir() {
+    driver_scratch "$1"
+    local_dir=$tmp/local
+    mkdir -p "$local_dir"
 }
 
 local_driver_start() {
     local node_id=$1
     shift
-    target/debug/cinder-csi --mode all --backend local --local-dir "$local_dir" \
-        --node-id "$node_id" --kubelet-dir "$kubelet" --endpoint "unix://$sock" "$@" >"$log" 2>&1 &
+    driver_start target/debug/cinder-csi --mode all --backend local --local-dir "$local_dir" \
+        --node-id "$node_id" --kubelet-dir "$kubelet" --endpoint "unix://$sock" "$@"
+}
+
+driver_start() {
+    "$@" >"$log" 2>&1 &
     driver_pid=$!
     for _ in $(seq 1 300); do
         [[ -S $sock ]] && return 0
@@ -59,7 +73,7 @@ local_driver_cleanup() {
     findmnt -rn -o TARGET | grep -F "$tmp/" | sort -r | while read -r m; do
         umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
     done
-    if [[ -d $local_dir ]]; then
+    if [[ -n $local_dir && -d $local_dir ]]; then
         find "$local_dir" -type f -print0 | while IFS= read -r -d '' f; do
             losetup -j "$f" -O NAME -n 2>/dev/null | while read -r dev; do losetup -d "$dev"; done
         done
