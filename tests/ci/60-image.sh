@@ -33,22 +33,8 @@ phase() { # phase NAME: closes the previous phase's timer
     return 0
 }
 
-# The Debian mirror the machine's apt uses for bookworm (deb822 .sources or one-line lists).
-debian_mirror() {
-    local f
-    for f in /etc/apt/sources.list.d/*.sources; do
-        [[ -f $f ]] || continue
-        awk -v RS= '/(^|\n)Suites:([^\n]*[ \t])?bookworm([ \t]|\n|$)/ {
-            if (match($0, /(^|\n)URIs:[ \t]*[^ \t\n]+/)) {
-                s = substr($0, RSTART, RLENGTH); sub(/^\n?URIs:[ \t]*/, "", s); print s; exit
-            }
-        }' "$f"
-    done
-    # One-line form: `deb [options] URL bookworm components`.
-    cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null \
-        | sed -E 's/\[[^]]*\]//' | awk '$1 == "deb" && $3 == "bookworm" { print $2; exit }'
-    return 0
-}
+# shellcheck source=tests/harness/deploy/debian-mirror.sh
+source tests/harness/deploy/debian-mirror.sh
 mirror=${IMAGE_DEBIAN_MIRROR:-$(debian_mirror | sed -n 1p)}
 if [[ -z $mirror ]]; then
     echo "60-image: no bookworm mirror in /etc/apt/sources.list{,.d}; set IMAGE_DEBIAN_MIRROR" >&2

@@ -166,20 +166,8 @@ busybox_root() {
     fi
 }
 
-# The Debian mirror apt uses for bookworm (deb822 .sources or one-line lists).
-debian_mirror() {
-    local f
-    for f in /etc/apt/sources.list.d/*.sources; do
-        [[ -f $f ]] || continue
-        awk -v RS= '/(^|\n)Suites:([^\n]*[ \t])?bookworm([ \t]|\n|$)/ {
-            if (match($0, /(^|\n)URIs:[ \t]*[^ \t\n]+/)) {
-                s = substr($0, RSTART, RLENGTH); sub(/^\n?URIs:[ \t]*/, "", s); print s; exit
-            }
-        }' "$f"
-    done
-    cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-        sed -E 's/\[[^]]*\]//' | awk '$1 == "deb" && $3 == "bookworm" { print $2; exit }' || true
-}
+# shellcheck source=tests/harness/deploy/debian-mirror.sh
+source "$repo/tests/harness/deploy/debian-mirror.sh"
 
 # The driver image: deploy/Dockerfile's runtime-prebuilt target around $K8S_DRIVER_BIN
 # (default target/release/cinder-csi). Keyed by the binary and the Dockerfile; the Debian base
