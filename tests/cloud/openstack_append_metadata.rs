@@ -7,21 +7,15 @@ use crate::support::openstack_support;
 
 use cinder_csi::server::csi::pb;
 use openstack_support::requests::create_req;
-use openstack_support::{call, Cloud, CloudObjects, Controller, Driver, MountGuard};
+use openstack_support::{call, scratch, Cloud, CloudObjects, Controller, Driver, MountGuard};
 
 #[tokio::test]
 async fn append_volume_metadata_is_on_the_cinder_volume() {
     let Some(cloud) = Cloud::from_env("append_volume_metadata_is_on_the_cinder_volume") else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let kubelet = tmp.path().join("kubelet");
-    std::fs::create_dir_all(&kubelet).unwrap();
-    let mut objects = CloudObjects {
-        cloud: &cloud,
-        volumes: vec![],
-        snapshots: vec![],
-    };
+    let (tmp, kubelet) = scratch("cinder-csi-append-metadata");
+    let mut objects = CloudObjects::new(&cloud);
     let _mounts = MountGuard(kubelet.clone());
     let mut driver = Driver::start(&cloud, 1, tmp.path(), &kubelet);
     let mut ctl = Controller::new(driver.connect().await);

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use faults::{Fault, FaultProxy, Rule, When};
 use faults_cloud::{invoke, leaks, retry, retryable, Api, Call, Expected, Sweep};
-use openstack_support::{Cloud, Controller, Driver};
+use openstack_support::{scratch, Cloud, Controller, Driver};
 
 const NODE: usize = 1;
 /// The RPC deadline of a faulted call when the fault is a hang (the sidecars use 10–15 s).
@@ -420,12 +420,7 @@ async fn rpc_fault_matrix() {
         .and_then(|s| s.parse().ok())
         .map_or(DEFAULT_BUDGET, Duration::from_secs);
     let mut not_run = 0;
-    let tmp = tempfile::Builder::new()
-        .prefix("cinder-csi-faults")
-        .tempdir_in("/var/tmp")
-        .unwrap();
-    let kubelet = tmp.path().join("kubelet");
-    std::fs::create_dir_all(&kubelet).unwrap();
+    let (tmp, kubelet) = scratch("cinder-csi-faults");
     let prefix = format!(
         "faults-{}-",
         &uuid::Uuid::new_v4().simple().to_string()[..8]
@@ -575,12 +570,7 @@ async fn keystone_faults() {
     let Some(cloud) = Cloud::from_env("openstack_faults") else {
         return;
     };
-    let tmp = tempfile::Builder::new()
-        .prefix("cinder-csi-faults-ks")
-        .tempdir_in("/var/tmp")
-        .unwrap();
-    let kubelet = tmp.path().join("kubelet");
-    std::fs::create_dir_all(&kubelet).unwrap();
+    let (tmp, kubelet) = scratch("cinder-csi-faults-ks");
     let prefix = format!(
         "faults-{}-",
         &uuid::Uuid::new_v4().simple().to_string()[..8]

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use cinder_csi::server::csi::pb;
 use faults::{Fault, FaultProxy, Rule, When};
 use faults_cloud::{retryable, Api, Sweep};
-use openstack_support::{Cloud, Controller, Driver};
+use openstack_support::{scratch, Cloud, Controller, Driver};
 use serde_json::{json, Value};
 use tonic::transport::Channel;
 
@@ -405,12 +405,7 @@ async fn group_snapshot_fault_matrix() {
         return;
     };
     let only = std::env::var("GROUP_FAULTS_ONLY").ok();
-    let tmp = tempfile::Builder::new()
-        .prefix("cinder-csi-group-faults")
-        .tempdir_in("/var/tmp")
-        .unwrap();
-    let kubelet = tmp.path().join("kubelet");
-    std::fs::create_dir_all(&kubelet).unwrap();
+    let (tmp, kubelet) = scratch("cinder-csi-group-faults");
     let prefix = format!(
         "gfault-{}-",
         &uuid::Uuid::new_v4().simple().to_string()[..6]
@@ -520,12 +515,7 @@ async fn kill_during_create_converges() {
     let Some(cloud) = Cloud::from_env("openstack_group_faults") else {
         return;
     };
-    let tmp = tempfile::Builder::new()
-        .prefix("cinder-csi-group-kill")
-        .tempdir_in("/var/tmp")
-        .unwrap();
-    let kubelet = tmp.path().join("kubelet");
-    std::fs::create_dir_all(&kubelet).unwrap();
+    let (tmp, kubelet) = scratch("cinder-csi-group-kill");
     let prefix = format!("gkill-{}-", &uuid::Uuid::new_v4().simple().to_string()[..6]);
     let _sweep = Sweep {
         cloud: &cloud,

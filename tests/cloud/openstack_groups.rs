@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use cinder_csi::server::csi::pb;
 use openstack_support::{
-    call, log_cleanup, requests, Cloud, CloudObjects, Controller, Driver, MountGuard, Node,
+    call, log_cleanup, requests, scratch, Cloud, CloudObjects, Controller, Driver, MountGuard, Node,
 };
 use seq_writer::{numbers, Writer};
 use serde_json::{json, Value};
@@ -313,19 +313,10 @@ async fn group_snapshots_against_real_openstack() {
     let Some(cloud) = Cloud::from_env("openstack_groups") else {
         return;
     };
-    let tmp = tempfile::Builder::new()
-        .prefix("cinder-csi-ostack-groups")
-        .tempdir_in("/var/tmp")
-        .unwrap();
-    let kubelet = tmp.path().join("kubelet");
-    std::fs::create_dir_all(&kubelet).unwrap();
+    let (tmp, kubelet) = scratch("cinder-csi-ostack-groups");
     let prefix = format!("grp-{}-", &uuid::Uuid::new_v4().simple().to_string()[..6]);
     // Dropped in reverse: the group snapshots and groups go before the volumes and snapshots.
-    let mut objects = CloudObjects {
-        cloud: &cloud,
-        volumes: vec![],
-        snapshots: vec![],
-    };
+    let mut objects = CloudObjects::new(&cloud);
     let _groupware = Groupware(&cloud, vec![prefix.clone()]);
     let _mounts = MountGuard(kubelet.clone());
     let mut driver = Driver::start(&cloud, NODE, tmp.path(), &kubelet);

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use faults_cloud::{invoke, leaks, retryable, Api, Call, Expected, Sweep};
-use openstack_support::{Cloud, Controller, Driver};
+use openstack_support::{scratch, Cloud, Controller, Driver};
 
 const NODE: usize = 1;
 /// Bound on one call's retries (kills included) before the storm is declared stuck.
@@ -174,12 +174,7 @@ async fn controller_kill_9_storm_ends_in_the_same_state() {
     let volumes = env_usize("KILL_STORM_VOLUMES", 20);
     let kills = env_usize("KILL_STORM_KILLS", 40);
     let started = Instant::now();
-    let tmp = tempfile::Builder::new()
-        .prefix("cinder-csi-storm")
-        .tempdir_in("/var/tmp")
-        .unwrap();
-    let kubelet = tmp.path().join("kubelet");
-    std::fs::create_dir_all(&kubelet).unwrap();
+    let (tmp, kubelet) = scratch("cinder-csi-storm");
     let prefix = format!(
         "kstorm-{}-",
         &uuid::Uuid::new_v4().simple().to_string()[..8]

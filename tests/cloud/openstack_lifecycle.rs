@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 
 use cinder_csi::server::csi::pb;
 use openstack_support::{
-    call, mounts_under, requests, Cloud, CloudObjects, Controller, Driver, Identity, MountGuard,
-    Node,
+    call, mounts_under, requests, scratch, Cloud, CloudObjects, Controller, Driver, Identity,
+    MountGuard, Node,
 };
 
 const NODE: usize = 1;
@@ -175,18 +175,9 @@ async fn volume_lifecycle_against_real_openstack() {
     let Some(cloud) = Cloud::from_env("openstack_lifecycle") else {
         return;
     };
-    let tmp = tempfile::Builder::new()
-        .prefix("cinder-csi-ostack-test")
-        .tempdir_in("/var/tmp")
-        .unwrap();
-    let kubelet = tmp.path().join("kubelet");
-    std::fs::create_dir_all(&kubelet).unwrap();
+    let (tmp, kubelet) = scratch("cinder-csi-ostack-test");
     // Declared first so they drop last: mounts go after the driver, cloud objects after both.
-    let mut objects = CloudObjects {
-        cloud: &cloud,
-        volumes: vec![],
-        snapshots: vec![],
-    };
+    let mut objects = CloudObjects::new(&cloud);
     let _mounts = MountGuard(kubelet.clone());
     let mut driver = Driver::start(&cloud, NODE, tmp.path(), &kubelet);
     let channel = driver.connect().await;

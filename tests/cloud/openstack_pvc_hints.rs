@@ -15,7 +15,7 @@ use std::path::Path;
 use cinder_csi::server::csi::pb;
 use kube_api_support::KubeApi;
 use openstack_support::requests;
-use openstack_support::{call, Cloud, CloudObjects, Controller, Driver, MountGuard};
+use openstack_support::{call, scratch, Cloud, CloudObjects, Controller, Driver, MountGuard};
 
 const AFFINITY: &str = "cinder.csi.openstack.org/affinity";
 const ANTI_AFFINITY: &str = "cinder.csi.openstack.org/anti-affinity";
@@ -57,14 +57,8 @@ async fn pvc_annotations_place_volumes_on_cinder_backends() {
     );
     let ns = api.var("KUBE_API_NS").to_string();
     let tag = std::process::id();
-    let tmp = tempfile::tempdir().unwrap();
-    let kubelet = tmp.path().join("kubelet");
-    std::fs::create_dir_all(&kubelet).unwrap();
-    let mut objects = CloudObjects {
-        cloud: &cloud,
-        volumes: vec![],
-        snapshots: vec![],
-    };
+    let (tmp, kubelet) = scratch("cinder-csi-pvc-hints");
+    let mut objects = CloudObjects::new(&cloud);
     let _mounts = MountGuard(kubelet.clone());
     let conf = Path::new(cloud.var("OSTACK_CLOUD_CONF")).to_path_buf();
     let sa = api.var("KUBE_API_SA").to_string();

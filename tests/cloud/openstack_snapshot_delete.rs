@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use cinder_csi::server::csi::pb;
-use openstack_support::{call, log_cleanup, Cloud, CloudObjects, Controller, Driver};
+use openstack_support::{call, log_cleanup, scratch, Cloud, CloudObjects, Controller, Driver};
 
 const GIB: i64 = 1 << 30;
 
@@ -85,17 +85,8 @@ async fn delete_snapshot_right_after_create_against_real_openstack() {
     let Some(cloud) = Cloud::from_env("openstack_snapshot_delete") else {
         return;
     };
-    let tmp = tempfile::Builder::new()
-        .prefix("cinder-csi-ostack-snapdel")
-        .tempdir_in("/var/tmp")
-        .unwrap();
-    let kubelet = tmp.path().join("kubelet");
-    std::fs::create_dir_all(&kubelet).unwrap();
-    let mut objects = CloudObjects {
-        cloud: &cloud,
-        volumes: vec![],
-        snapshots: vec![],
-    };
+    let (tmp, kubelet) = scratch("cinder-csi-ostack-snapdel");
+    let mut objects = CloudObjects::new(&cloud);
     let mut backups = Backups(&cloud, vec![]);
     let mut driver = Driver::start(&cloud, 1, tmp.path(), &kubelet);
     let mut ctl = Controller::new(driver.connect().await);
