@@ -4,7 +4,7 @@
 # charts/cinder-csi; returns when the CSIDriver, the CSINode entry and both plugin pods are
 # ready), a real Prometheus scraping both plugins through the chart's monitors, the Kubernetes
 # tests that exist (tests/harness/k8s/lifecycle*, group-snapshots.sh, mkfs-options.sh, e2e.sh), the
-# alerts tested on the series Prometheus recorded (tests/harness/monitoring/cluster.sh record), then
+# alerts tested on the series Prometheus recorded (tests/harness/monitoring/cluster.sh finish), then
 # (local backend) tests/harness/k8s/multinode.sh and failover.sh on a 3-node cluster (`up --nodes 3`) and
 # group-snapshots.sh again, the credential rotation (rotation.sh) and in-tree volumes (intree.sh)
 # on a 3-node cluster over the test cloud (a Nova server per node), whose controller runs in a
@@ -67,12 +67,6 @@ cleanup() {
     local rc=$?
     trap - EXIT INT TERM
     set +e
-    if [[ -n ${slow_pid:-} ]]; then
-        kill "$slow_pid" 2>/dev/null
-        wait "$slow_pid" 2>/dev/null
-        cat "$slow_log" 2>/dev/null
-        rm -f "$slow_log"
-    fi
     if [[ -n ${monitoring:-} ]]; then
         phase "monitoring stop"
         tests/harness/monitoring/cluster.sh stop || rc=${rc:-1}
@@ -174,30 +168,18 @@ if [[ -x tests/harness/k8s/e2e.sh ]]; then
     # patterns, both of which must run and pass: dynamic with the Delete policy, pre-provisioned
     # with Retain (the other two cross the same two choices; ~185 s each, one process, and the
     # run's 85 min bound has no room for all four: `tests/harness/k8s/e2e.sh --groups` runs them all).
-fi
-# The alerts on what Prometheus recorded of the run, each a promtool case of real series:
-# everything since `start` (no alert fires); one attach slowed past three quarters of the
-# sidecar timeout (the near-timeout alert fires), in the background of the group snapshot specs
-# below, whose attaches are of the usual speed (the slow one waits 140 s and the window is its
-# own: ~230 s of the stage saved); the controller scaled to 0 (the absent alert fires).
-# Bounded; the trap stops the slow one and the monitoring either way.
-phase "tests/harness/monitoring/cluster.sh record normal, then slow in the background"
-timeout 300 tests/harness/monitoring/cluster.sh record normal
-slow_log=$state.slow-attach.log
-timeout 600 tests/harness/monitoring/cluster.sh record slow >"$slow_log" 2>&1 &
-slow_pid=$!
-if [[ -x tests/harness/k8s/e2e.sh ]]; then
     phase "tests/harness/k8s/e2e.sh --groups (1.37.2 suite, 2 of 4 patterns)"
     tests/harness/k8s/e2e.sh --groups --focus 'External.Storage.*group snapshots: Go definition.*(Testpattern:  \(delete policy\)|Pre-provisioned VolumeGroupSnapshot \(retain policy\))'
 fi
-phase "tests/harness/monitoring/cluster.sh record slow (its end), record down"
-rc_slow=0
-wait "$slow_pid" || rc_slow=$?
-slow_pid=
-cat "$slow_log"
-rm -f "$slow_log"
-((rc_slow == 0)) || { echo "70-k8s: the slow-attach recording failed (exit $rc_slow)" >&2; exit "$rc_slow"; }
-timeout 600 tests/harness/monitoring/cluster.sh record down
+# The alerts on what Prometheus recorded of the run: everything since `start` (no alert fires),
+# one attach slowed past three quarters of the sidecar timeout (the near-timeout alert fires),
+# the controller scaled to 0 (the absent alert fires); each a promtool case of real series.
+# Bounded: the slow attach is 140 s, the rest waits on scrapes; the trap stops it either way.
+# Not beside other tests: the near-timeout alert is the 90th percentile of an hour's attaches, so
+# the fast attaches of a test running alongside hide the slow one (tried beside e2e.sh --groups:
+# it passed once by hand and failed in the .ci/run of 2026-12-06 04:50, no alert at 19 or 32 min).
+phase "tests/harness/monitoring/cluster.sh finish (recorded alerts)"
+timeout "${K8S_MONITORING_FINISH_TIMEOUT_S:-900}" tests/harness/monitoring/cluster.sh finish
 # Several nodes (issue 24), local backend: the one-node cluster goes and `up --nodes 3` (node-1
 # and node-3 in zone-a, node-2 in zone-b) runs tests/harness/k8s/multinode.sh: zones, AllowedTopologies,
 # a volume following its pod (deleted, drained), single-writer attachments, raw block

@@ -18,9 +18,6 @@
 #
 #   tests/harness/monitoring/cluster.sh start    monitors on, Prometheus scraping (left running)
 #   tests/harness/monitoring/cluster.sh finish   the three recordings, then `stop`
-#   tests/harness/monitoring/cluster.sh record normal|slow|down
-#                                        one of them, in that order (no `stop`; slow's window is
-#                                        its own, so other tests may run beside it)
 #   tests/harness/monitoring/cluster.sh stop     everything start made removed, the release's values
 #                                        restored (idempotent; for a trap)
 #   tests/harness/monitoring/cluster.sh          start, one normal attach, finish
@@ -72,7 +69,7 @@ stop() {
         kill "$p" 2>/dev/null && for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
         rm -f "$f"
     done
-    undelay
+    [[ -f $dir/delay-file ]] && rm -f "$(<"$dir/delay-file")"
     if [[ -f $dir/replicas ]]; then
         k -n "$NAMESPACE" scale "$(controller_set)" --replicas="$(<"$dir/replicas")" >/dev/null
     fi
@@ -231,15 +228,12 @@ delay_file() {
     esac
 }
 
-# The three recordings, each on its own (tests/ci/70-k8s.sh runs the slow one beside the group
-# snapshot specs, which attach at the usual speed) or all of them as `finish`.
-recording_ready() {
+finish() {
     [[ -f $dir/start ]] || fail "not started (tests/harness/monitoring/cluster.sh start)"
+    trap 'stop' EXIT
+    local start elapsed took down_at sts replicas
     k get namespace "$ns" >/dev/null 2>&1 || k create namespace "$ns" >/dev/null
-}
-
-record_normal() {
-    local start elapsed
+    local attach_labels="severity=warning,method=ControllerPublishVolume,job=$controller_job,namespace=$NAMESPACE"
     start=$(<"$dir/start")
     [[ -n $(q "sum(cinder_csi_rpc_requests_total{job=\"$controller_job\",method=\"ControllerPublishVolume\"})") ]] \
         || fail "nothing was attached since start: no normal attach to record"
@@ -249,24 +243,15 @@ record_normal() {
         --silent "CinderCSIAttachDetachNearTimeout@$((elapsed + 20))" \
         --silent "CinderCSIAttachDetachNearTimeout@$((elapsed + 35))" \
         --silent "CinderCSIControllerDown@$((elapsed + 20))"
-}
 
-# The delay file removed (stop does it too): no attach after the slow one may be slowed.
-undelay() {
-    [[ -f $dir/delay-file ]] || return 0
-    rm -f "$(<"$dir/delay-file")" "$dir/delay-file"
-}
-
-record_slow() {
-    local start elapsed took f
-    local attach_labels="severity=warning,method=ControllerPublishVolume,job=$controller_job,namespace=$NAMESPACE"
     step "slow: the backend delays the attach by $SLOW_S s"
+    local f
     f=$(delay_file)
     echo "$f" >"$dir/delay-file"
     echo "slow-attach $SLOW_S" >"$f"
     start=$(date +%s)
     attach slow-attach $((SLOW_S + 180))
-    undelay
+    rm -f "$f" "$dir/delay-file"
     # Scraped once it shows in the histogram's sum (the next scrape after the call returned).
     for _ in $(seq 12); do
         took=$(q "max(increase(cinder_csi_rpc_duration_seconds_sum{job=\"$controller_job\",method=\"ControllerPublishVolume\"}[10m]))")
@@ -280,10 +265,7 @@ record_slow() {
     record slow "$start" --silent CinderCSIAttachDetachNearTimeout@1 \
         --fires "CinderCSIAttachDetachNearTimeout@$((elapsed + 17)):$attach_labels" \
         --fires "CinderCSIAttachDetachNearTimeout@$((elapsed + 30)):$attach_labels"
-}
 
-record_down() {
-    local start down_at sts replicas
     step "down: the controller scaled to 0"
     sts=$(controller_set)
     replicas=$(k -n "$NAMESPACE" get "$sts" -o jsonpath='{.spec.replicas}')
@@ -304,27 +286,12 @@ record_down() {
     k -n "$NAMESPACE" scale "$sts" --replicas="$replicas" >/dev/null
     rm -f "$dir/replicas"
     k -n "$NAMESPACE" rollout status "$sts" --timeout=5m >/dev/null
-}
-
-finish() {
-    recording_ready
-    trap 'stop' EXIT
-    record_normal
-    record_slow
-    record_down
     step "passed in $((SECONDS - t0)) s"
 }
 
 case ${1:-all} in
     start) start ;;
     finish) finish ;;
-    record)
-        [[ ${2:-} =~ ^(normal|slow|down)$ ]] || fail "record what? normal, slow or down"
-        recording_ready
-        trap 'undelay' EXIT
-        "record_$2"
-        step "recorded '$2' in $((SECONDS - t0)) s"
-        ;;
     stop) stop ;;
     all)
         trap 'stop' EXIT
@@ -334,5 +301,5 @@ case ${1:-all} in
         attach normal-attach 300
         finish
         ;;
-    *) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
