@@ -38,7 +38,8 @@ repo=$(cd "$(dirname "$0")/../../.." && pwd)
 # shellcheck source=tests/harness/k8s/lib.sh
 . "$repo/tests/harness/k8s/lib.sh"
 state=${K8S_STATE:-${CINDER_CSI_K8S_STATE:-/var/tmp/cinder-csi-k8s}}
-log() { step "$*"; }
+# To stderr: images.sh logs while upstream_image_archive prints the archive path on stdout.
+log() { step "$*" >&2; }
 die() { fail "$*"; }
 tmpd=$(mktemp -d /var/tmp/cinder-csi-swap.XXXXXX)
 # shellcheck source=tests/harness/k8s/lib/images.sh
