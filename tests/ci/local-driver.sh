@@ -62,7 +62,11 @@ local_driver_cleanup() {
     if [[ -n $driver_pid ]] && kill -0 "$driver_pid" 2>/dev/null; then
         kill -TERM "$driver_pid"
         for _ in $(seq 1 150); do kill -0 "$driver_pid" 2>/dev/null || break; sleep 0.2; done
-        kill -KILL "$driver_pid" 2>/dev/null
+        # Bounded: a driver stuck in shutdown is killed, and said so (a shutdown bug to look at).
+        if kill -0 "$driver_pid" 2>/dev/null; then
+            echo "$ld_stage: the driver did not exit within 30 s of SIGTERM; killing it" >&2
+            kill -KILL "$driver_pid" 2>/dev/null
+        fi
         wait "$driver_pid" 2>/dev/null
     fi
     if ((rc)) && [[ -f $log ]]; then

@@ -4,17 +4,18 @@
 //! CINDER_CSI_OSTACK_ENV points at the cloud's env file.
 
 use crate::support::openstack_support;
+use crate::support::scratch;
 
 use cinder_csi::server::csi::pb;
 use openstack_support::requests::create_req;
-use openstack_support::{call, scratch, Cloud, CloudObjects, Controller, Driver, MountGuard};
+use openstack_support::{call, Cloud, CloudObjects, Controller, Driver, MountGuard};
 
 #[tokio::test]
 async fn append_volume_metadata_is_on_the_cinder_volume() {
     let Some(cloud) = Cloud::from_env("append_volume_metadata_is_on_the_cinder_volume") else {
         return;
     };
-    let (tmp, kubelet) = scratch("cinder-csi-append-metadata");
+    let (tmp, kubelet) = scratch::with_kubelet("cinder-csi-append-metadata");
     let mut objects = CloudObjects::new(&cloud);
     let _mounts = MountGuard(kubelet.clone());
     let mut driver = Driver::start(&cloud, 1, tmp.path(), &kubelet);

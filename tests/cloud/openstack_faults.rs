@@ -20,6 +20,7 @@
 use crate::support::faults;
 use crate::support::faults_cloud;
 use crate::support::openstack_support;
+use crate::support::scratch;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -27,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use faults::{Fault, FaultProxy, Rule, When};
 use faults_cloud::{invoke, leaks, retry, retryable, Api, Call, Expected, Sweep};
-use openstack_support::{scratch, Cloud, Controller, Driver};
+use openstack_support::{Cloud, Controller, Driver};
 
 const NODE: usize = 1;
 /// The RPC deadline of a faulted call when the fault is a hang (the sidecars use 10–15 s).
@@ -420,7 +421,7 @@ async fn rpc_fault_matrix() {
         .and_then(|s| s.parse().ok())
         .map_or(DEFAULT_BUDGET, Duration::from_secs);
     let mut not_run = 0;
-    let (tmp, kubelet) = scratch("cinder-csi-faults");
+    let (tmp, kubelet) = scratch::with_kubelet("cinder-csi-faults");
     let prefix = format!(
         "faults-{}-",
         &uuid::Uuid::new_v4().simple().to_string()[..8]
@@ -570,7 +571,7 @@ async fn keystone_faults() {
     let Some(cloud) = Cloud::from_env("openstack_faults") else {
         return;
     };
-    let (tmp, kubelet) = scratch("cinder-csi-faults-ks");
+    let (tmp, kubelet) = scratch::with_kubelet("cinder-csi-faults-ks");
     let prefix = format!(
         "faults-{}-",
         &uuid::Uuid::new_v4().simple().to_string()[..8]

@@ -19,6 +19,7 @@
 use crate::support::faults;
 use crate::support::faults_cloud;
 use crate::support::openstack_support;
+use crate::support::scratch;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -27,7 +28,7 @@ use std::time::{Duration, Instant};
 use cinder_csi::server::csi::pb;
 use faults::{Fault, FaultProxy, Rule, When};
 use faults_cloud::{retryable, Api, Sweep};
-use openstack_support::{scratch, Cloud, Controller, Driver};
+use openstack_support::{Cloud, Controller, Driver};
 use serde_json::{json, Value};
 use tonic::transport::Channel;
 
@@ -405,7 +406,7 @@ async fn group_snapshot_fault_matrix() {
         return;
     };
     let only = std::env::var("GROUP_FAULTS_ONLY").ok();
-    let (tmp, kubelet) = scratch("cinder-csi-group-faults");
+    let (tmp, kubelet) = scratch::with_kubelet("cinder-csi-group-faults");
     let prefix = format!(
         "gfault-{}-",
         &uuid::Uuid::new_v4().simple().to_string()[..6]
@@ -515,7 +516,7 @@ async fn kill_during_create_converges() {
     let Some(cloud) = Cloud::from_env("openstack_group_faults") else {
         return;
     };
-    let (tmp, kubelet) = scratch("cinder-csi-group-kill");
+    let (tmp, kubelet) = scratch::with_kubelet("cinder-csi-group-kill");
     let prefix = format!("gkill-{}-", &uuid::Uuid::new_v4().simple().to_string()[..6]);
     let _sweep = Sweep {
         cloud: &cloud,

@@ -16,6 +16,7 @@
 //! Runs only with CINDER_CSI_OSTACK_ENV=<state>/env.sh; prints "skipped: ..." otherwise.
 
 use crate::support::openstack_support;
+use crate::support::scratch;
 use crate::support::seq_writer;
 
 use std::collections::{BTreeSet, HashMap};
@@ -24,7 +25,7 @@ use std::time::Duration;
 
 use cinder_csi::server::csi::pb;
 use openstack_support::{
-    call, log_cleanup, requests, scratch, Cloud, CloudObjects, Controller, Driver, MountGuard, Node,
+    call, log_cleanup, requests, Cloud, CloudObjects, Controller, Driver, MountGuard, Node,
 };
 use seq_writer::{numbers, Writer};
 use serde_json::{json, Value};
@@ -313,7 +314,7 @@ async fn group_snapshots_against_real_openstack() {
     let Some(cloud) = Cloud::from_env("openstack_groups") else {
         return;
     };
-    let (tmp, kubelet) = scratch("cinder-csi-ostack-groups");
+    let (tmp, kubelet) = scratch::with_kubelet("cinder-csi-ostack-groups");
     let prefix = format!("grp-{}-", &uuid::Uuid::new_v4().simple().to_string()[..6]);
     // Dropped in reverse: the group snapshots and groups go before the volumes and snapshots.
     let mut objects = CloudObjects::new(&cloud);

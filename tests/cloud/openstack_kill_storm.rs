@@ -15,6 +15,7 @@
 
 use crate::support::faults_cloud;
 use crate::support::openstack_support;
+use crate::support::scratch;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -22,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use faults_cloud::{invoke, leaks, retryable, Api, Call, Expected, Sweep};
-use openstack_support::{scratch, Cloud, Controller, Driver};
+use openstack_support::{Cloud, Controller, Driver};
 
 const NODE: usize = 1;
 /// Bound on one call's retries (kills included) before the storm is declared stuck.
@@ -174,7 +175,7 @@ async fn controller_kill_9_storm_ends_in_the_same_state() {
     let volumes = env_usize("KILL_STORM_VOLUMES", 20);
     let kills = env_usize("KILL_STORM_KILLS", 40);
     let started = Instant::now();
-    let (tmp, kubelet) = scratch("cinder-csi-storm");
+    let (tmp, kubelet) = scratch::with_kubelet("cinder-csi-storm");
     let prefix = format!(
         "kstorm-{}-",
         &uuid::Uuid::new_v4().simple().to_string()[..8]

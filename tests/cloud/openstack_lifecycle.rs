@@ -9,6 +9,7 @@
 //! "skipped: ..." otherwise.
 
 use crate::support::openstack_support;
+use crate::support::scratch;
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
@@ -16,8 +17,8 @@ use std::path::{Path, PathBuf};
 
 use cinder_csi::server::csi::pb;
 use openstack_support::{
-    call, mounts_under, requests, scratch, Cloud, CloudObjects, Controller, Driver, Identity,
-    MountGuard, Node,
+    call, mounts_under, requests, Cloud, CloudObjects, Controller, Driver, Identity, MountGuard,
+    Node,
 };
 
 const NODE: usize = 1;
@@ -175,7 +176,7 @@ async fn volume_lifecycle_against_real_openstack() {
     let Some(cloud) = Cloud::from_env("openstack_lifecycle") else {
         return;
     };
-    let (tmp, kubelet) = scratch("cinder-csi-ostack-test");
+    let (tmp, kubelet) = scratch::with_kubelet("cinder-csi-ostack-test");
     // Declared first so they drop last: mounts go after the driver, cloud objects after both.
     let mut objects = CloudObjects::new(&cloud);
     let _mounts = MountGuard(kubelet.clone());

@@ -9,13 +9,14 @@
 
 use crate::support::kube_api_support;
 use crate::support::openstack_support;
+use crate::support::scratch;
 
 use std::path::Path;
 
 use cinder_csi::server::csi::pb;
 use kube_api_support::KubeApi;
 use openstack_support::requests;
-use openstack_support::{call, scratch, Cloud, CloudObjects, Controller, Driver, MountGuard};
+use openstack_support::{call, Cloud, CloudObjects, Controller, Driver, MountGuard};
 
 const AFFINITY: &str = "cinder.csi.openstack.org/affinity";
 const ANTI_AFFINITY: &str = "cinder.csi.openstack.org/anti-affinity";
@@ -57,7 +58,7 @@ async fn pvc_annotations_place_volumes_on_cinder_backends() {
     );
     let ns = api.var("KUBE_API_NS").to_string();
     let tag = std::process::id();
-    let (tmp, kubelet) = scratch("cinder-csi-pvc-hints");
+    let (tmp, kubelet) = scratch::with_kubelet("cinder-csi-pvc-hints");
     let mut objects = CloudObjects::new(&cloud);
     let _mounts = MountGuard(kubelet.clone());
     let conf = Path::new(cloud.var("OSTACK_CLOUD_CONF")).to_path_buf();

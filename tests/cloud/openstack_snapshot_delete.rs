@@ -6,12 +6,13 @@
 //! Runs only with CINDER_CSI_OSTACK_ENV=<state>/env.sh; prints "skipped: ..." otherwise.
 
 use crate::support::openstack_support;
+use crate::support::scratch;
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use cinder_csi::server::csi::pb;
-use openstack_support::{call, log_cleanup, scratch, Cloud, CloudObjects, Controller, Driver};
+use openstack_support::{call, log_cleanup, Cloud, CloudObjects, Controller, Driver};
 
 const GIB: i64 = 1 << 30;
 
@@ -85,7 +86,7 @@ async fn delete_snapshot_right_after_create_against_real_openstack() {
     let Some(cloud) = Cloud::from_env("openstack_snapshot_delete") else {
         return;
     };
-    let (tmp, kubelet) = scratch("cinder-csi-ostack-snapdel");
+    let (tmp, kubelet) = scratch::with_kubelet("cinder-csi-ostack-snapdel");
     let mut objects = CloudObjects::new(&cloud);
     let mut backups = Backups(&cloud, vec![]);
     let mut driver = Driver::start(&cloud, 1, tmp.path(), &kubelet);

@@ -30,10 +30,7 @@ impl StateDir {
             nix::unistd::geteuid().is_root(),
             "tests/local/backend.rs needs root (loop devices); run the suite as root"
         );
-        let dir = tempfile::Builder::new()
-            .prefix("cinder-csi-local-")
-            .tempdir_in("/var/tmp")
-            .unwrap();
+        let dir = crate::support::scratch::dir("cinder-csi-local-");
         Self { dir }
     }
 

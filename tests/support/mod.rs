@@ -10,6 +10,7 @@
 //! - `faults`, `faults_cloud`: the fault-injecting HTTP proxy and its test-cloud scenarios;
 //! - `kube_api_support`: the standalone kube-apiserver's env;
 //! - `doctor_support`: running `cinder-csi doctor`;
+//! - `scratch`: a test's own directory under /var/tmp (and its kubelet directory);
 //! - `payload`: the byte patterns tests write durably and read back;
 //! - `seq_writer`: the ordered writer group snapshot tests check for gaps;
 //! - `die_with_parent`: every spawned driver dies with the test process.
@@ -28,4 +29,5 @@ pub mod leaks;
 pub mod local_rig;
 pub mod openstack_support;
 pub mod payload;
+pub mod scratch;
 pub mod seq_writer;

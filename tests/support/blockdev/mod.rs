@@ -174,10 +174,7 @@ impl NodeEnv {
     /// The environment with no driver running yet: set `envs`, then [`NodeEnv::start_driver`].
     pub fn stopped(kubelet_behind_symlink: bool) -> NodeEnv {
         require_root();
-        let root = tempfile::Builder::new()
-            .prefix("cinder-node-test-")
-            .tempdir_in("/var/tmp")
-            .unwrap();
+        let root = super::scratch::dir("cinder-node-test-");
         let kubelet = root.path().join("kubelet");
         let local = root.path().join("local");
         let by_id = local.join("by-id/n1");

@@ -31,10 +31,7 @@ impl Rig {
             nix::unistd::geteuid().is_root(),
             "local backend gRPC tests need root (loop devices, mkfs, mount)"
         );
-        let tmp = tempfile::Builder::new()
-            .prefix("cinder-csi-rig-")
-            .tempdir_in("/var/tmp")
-            .unwrap();
+        let tmp = super::scratch::dir("cinder-csi-rig-");
         let dir = tmp.path().canonicalize().unwrap();
         std::fs::create_dir_all(dir.join("kubelet")).unwrap();
         Self {

@@ -337,18 +337,6 @@ impl<'a> CloudObjects<'a> {
     }
 }
 
-/// A test's scratch directory under /var/tmp (named PREFIX…) and its kubelet directory in it,
-/// made: where the driver keeps its state and the test's mounts go.
-pub fn scratch(prefix: &str) -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::Builder::new()
-        .prefix(prefix)
-        .tempdir_in("/var/tmp")
-        .unwrap();
-    let kubelet = tmp.path().join("kubelet");
-    std::fs::create_dir_all(&kubelet).unwrap();
-    (tmp, kubelet)
-}
-
 impl Drop for CloudObjects<'_> {
     // Never panics (a panic here while the test unwinds would abort the process and skip the
     // other guards): every failure is logged and the cleanup goes on.
